@@ -1,0 +1,169 @@
+"""The cache pipeline without HTTP: exact tier, then semantic tier, then store. Used by the gateway and by
+`eval replay`, so both exercise the same code. Synchronous: callers run it off the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from index.decision import Candidate, Decision, MatchPolicy, decide
+from index.embedder import Embedder, Vector
+from index.errors import StoreUnavailable
+from index.exact import ExactCache
+from index.hnsw import SemanticIndex
+from index.keys import CacheKey, LookupMode
+from index.records import CacheEntry, CachedResponse, Lookup, StoredEntry, Verdict
+from index.stages import Stage
+from index.store import EntryStore
+
+log = logging.getLogger("deja.cache")
+
+
+@dataclass(frozen=True)
+class CacheConfig:
+    """Tunables of the pipeline. `ttl_seconds=None` keeps entries until evicted."""
+
+    policy: MatchPolicy
+    ttl_seconds: float | None = None
+    candidates: int = 3
+
+
+class Cache:
+    """Exact tier -> semantic tier (HNSW + decision rule) -> store. Thread-safe."""
+
+    def __init__(
+        self,
+        exact: ExactCache,
+        store: EntryStore,
+        index: SemanticIndex,
+        embedder: Embedder,
+        config: CacheConfig,
+        stages: Sequence[Stage] = (),
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.exact = exact
+        self.store = store
+        self.index = index
+        self.embedder = embedder
+        self.config = config
+        self.stages = tuple(stages)
+        self.clock = clock
+
+    def warm(self) -> int:
+        """Add to the index every stored vector it lacks (start-up rebuild and replica catch-up)."""
+        added = 0
+        now = self.clock()
+        for item in self.store.vectors(after_id=self.index.max_id()):
+            if item.expires_at is not None and item.expires_at <= now:
+                continue
+            if item.vector.shape[0] == self.index.dim:
+                self.index.add(item.entry_id, item.context_key, item.vector)
+                added += 1
+        return added
+
+    def lookup(self, key: CacheKey, policy: MatchPolicy | None = None) -> Lookup:
+        """Find a stored answer for `key`; never raises for a failed backend (counted in `degraded`)."""
+        if key.mode is LookupMode.BYPASS:
+            return Lookup(Verdict.BYPASS)
+        timings: dict[str, float] = {}
+        degraded: list[str] = []
+        started = time.perf_counter()
+        exact = self._exact(key, degraded)
+        timings["exact"] = (time.perf_counter() - started) * 1000
+        if exact is not None:
+            return Lookup(Verdict.EXACT_HIT, exact, similarity=1.0, timings_ms=timings, degraded=tuple(degraded))
+        if key.mode is not LookupMode.FULL or self.index.count(key.context) == 0:
+            return Lookup(Verdict.MISS, timings_ms=timings, degraded=tuple(degraded))
+        return self._semantic(key, policy or self.config.policy, timings, degraded)
+
+    def _exact(self, key: CacheKey, degraded: list[str]) -> CachedResponse | None:
+        try:
+            hit = self.exact.get(key.exact)
+            if hit is not None:
+                return hit
+        except StoreUnavailable as exc:
+            log.warning("exact tier unavailable: %s", exc)
+            degraded.append("exact")
+        try:
+            stored = self.store.get_by_exact(key.exact)
+        except StoreUnavailable as exc:
+            log.warning("entry store unavailable: %s", exc)
+            degraded.append("store")
+            return None
+        if stored is None or self._expired(stored):
+            return None
+        found = CachedResponse(stored.entry_id, stored.response, stored.created_at)
+        self._put_exact(key.exact, found)
+        return found
+
+    def _semantic(self, key: CacheKey, policy: MatchPolicy, timings: dict[str, float], degraded: list[str]) -> Lookup:
+        t0 = time.perf_counter()
+        vector = self.embedder.embed([key.prompt])[0]
+        t1 = time.perf_counter()
+        neighbors = self.index.search(vector, key.context, k=self.config.candidates)
+        t2 = time.perf_counter()
+        timings.update(embed=(t1 - t0) * 1000, search=(t2 - t1) * 1000)
+        best: tuple[Decision, StoredEntry] | None = None
+        for neighbor in neighbors:
+            if neighbor.similarity < policy.min_similarity:
+                break  # neighbours come most similar first
+            try:
+                stored = self.store.get(neighbor.entry_id)
+            except StoreUnavailable:
+                degraded.append("store")
+                break
+            if stored is None or self._expired(stored):
+                continue
+            decision = decide(key.prompt, Candidate(stored.entry_id, stored.prompt, neighbor.similarity), policy,
+                              self.stages)
+            if best is None or decision.hit:
+                best = (decision, stored)
+            if decision.hit:
+                break
+        timings["verify"] = (time.perf_counter() - t2) * 1000
+        top = neighbors[0].similarity if neighbors else None
+        if best is None:
+            return Lookup(Verdict.MISS, similarity=top, vector=vector, timings_ms=timings, degraded=tuple(degraded))
+        decision, stored = best
+        verdict = Verdict.SEMANTIC_HIT if decision.hit else Verdict.MISS
+        response = CachedResponse(stored.entry_id, stored.response, stored.created_at) if decision.hit else None
+        return Lookup(verdict, response, decision.similarity, decision, stored.prompt, vector, timings,
+                      tuple(degraded))
+
+    def store_answer(self, key: CacheKey, response: dict[str, Any], vector: Vector | None = None,
+                     ttl_seconds: float | None = None) -> int | None:
+        """Record a complete upstream answer. Returns the entry id, or None when the store is down."""
+        if key.mode is LookupMode.BYPASS:
+            return None
+        semantic = key.mode is LookupMode.FULL
+        if semantic and vector is None:
+            vector = self.embedder.embed([key.prompt])[0]
+        now = self.clock()
+        ttl = ttl_seconds if ttl_seconds is not None else self.config.ttl_seconds
+        entry = CacheEntry(
+            namespace=key.namespace, exact_key=key.exact, context_key=key.context, model=key.model,
+            prompt=key.prompt, response=response, vector=vector if semantic else None, created_at=now,
+            expires_at=None if ttl is None else now + ttl,
+        )
+        try:
+            entry_id = self.store.add(entry)
+        except StoreUnavailable as exc:
+            log.warning("answer not cached, entry store unavailable: %s", exc)
+            return None
+        self._put_exact(key.exact, CachedResponse(entry_id, response, now), ttl)
+        if semantic and vector is not None:
+            self.index.add(entry_id, key.context, vector)
+        return entry_id
+
+    def _put_exact(self, exact_key: str, value: CachedResponse, ttl: float | None = None) -> None:
+        try:
+            self.exact.put(exact_key, value, ttl if ttl is not None else self.config.ttl_seconds)
+        except StoreUnavailable as exc:
+            log.warning("exact tier write skipped: %s", exc)
+
+    def _expired(self, stored: StoredEntry) -> bool:
+        return stored.expires_at is not None and stored.expires_at <= self.clock()

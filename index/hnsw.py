@@ -1,0 +1,108 @@
+"""HNSW nearest-neighbour index over entry vectors, searched only within one context key.
+
+Only this module knows that hnswlib speaks distances; everything it returns is cosine similarity.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from dataclasses import dataclass
+
+import hnswlib
+import numpy as np
+
+from index.embedder import Vector
+from index.records import Neighbor
+
+
+@dataclass(frozen=True)
+class HnswParams:
+    """Graph parameters. Small contexts are scanned exactly; HNSW takes over above `exact_scan_below`."""
+
+    m: int = 16
+    ef_construction: int = 200
+    ef_search: int = 64
+    initial_capacity: int = 1024
+    exact_scan_below: int = 2048
+
+
+class SemanticIndex:
+    """Thread-safe wrapper: vectors are L2-normalised, so inner product = cosine similarity."""
+
+    def __init__(self, dim: int, params: HnswParams | None = None) -> None:
+        self.dim = dim
+        self.params = params or HnswParams()
+        self._index = hnswlib.Index(space="ip", dim=dim)
+        self._index.init_index(
+            max_elements=self.params.initial_capacity,
+            ef_construction=self.params.ef_construction,
+            M=self.params.m,
+            allow_replace_deleted=False,
+        )
+        self._index.set_ef(self.params.ef_search)
+        self._context_of: dict[int, str] = {}
+        self._members: dict[str, set[int]] = defaultdict(set)
+        self._lock = threading.RLock()
+
+    def __len__(self) -> int:
+        return len(self._context_of)
+
+    def __contains__(self, entry_id: int) -> bool:
+        return entry_id in self._context_of
+
+    def count(self, context: str) -> int:
+        return len(self._members.get(context, ()))
+
+    def max_id(self) -> int:
+        with self._lock:
+            return max(self._context_of, default=0)
+
+    def add(self, entry_id: int, context: str, vector: Vector) -> None:
+        with self._lock:
+            if entry_id in self._context_of:
+                self.remove(entry_id)
+            if self._index.get_current_count() >= self._index.get_max_elements():
+                self._index.resize_index(max(2 * self._index.get_max_elements(), 1024))
+            self._index.add_items(np.asarray(vector, np.float32).reshape(1, -1), [entry_id])
+            self._context_of[entry_id] = context
+            self._members[context].add(entry_id)
+
+    def remove(self, entry_id: int) -> None:
+        with self._lock:
+            context = self._context_of.pop(entry_id, None)
+            if context is None:
+                return
+            self._index.mark_deleted(entry_id)
+            members = self._members[context]
+            members.discard(entry_id)
+            if not members:
+                del self._members[context]
+
+    def search(self, vector: Vector, context: str, k: int = 1) -> list[Neighbor]:
+        """Up to `k` nearest entries of `context`, most similar first."""
+        with self._lock:
+            members = self._members.get(context)
+            if not members:
+                return []
+            k = min(k, len(members))
+            query = np.asarray(vector, np.float32).reshape(1, -1)
+            if len(members) >= self.params.exact_scan_below:
+                self._index.set_ef(max(self.params.ef_search, k))
+                try:
+                    labels, distances = self._index.knn_query(
+                        query, k=k, filter=lambda label: self._context_of.get(label) == context
+                    )
+                    return [
+                        Neighbor(int(lbl), float(1.0 - d)) for lbl, d in zip(labels[0], distances[0], strict=True)
+                    ]
+                except RuntimeError:
+                    pass  # the filtered graph walk found fewer than k: fall back to the exact scan
+            return self._scan(members, query[0], k)
+
+    def _scan(self, members: set[int], query: Vector, k: int) -> list[Neighbor]:
+        ids = np.fromiter(members, dtype=np.int64, count=len(members))
+        matrix = np.asarray(self._index.get_items(ids, return_type="numpy"), np.float32)
+        sims = matrix @ query
+        order = np.argsort(-sims)[:k]
+        return [Neighbor(int(ids[i]), float(sims[i])) for i in order]

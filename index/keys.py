@@ -1,0 +1,98 @@
+"""Canonical request keys: what changes a completion goes into the key, what does not stays out.
+
+`exact_key` covers the whole canonical request; `context_key` covers everything except the last user
+message, so the semantic tier only compares prompts asked in the same context.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+# Fields that never change the answer (transport, attribution, storage flags).
+IGNORED_FIELDS = frozenset({"stream", "stream_options", "user", "store", "metadata", "service_tier"})
+
+
+class LookupMode(str, Enum):
+    """Which tiers may answer a request."""
+
+    FULL = "full"  # exact, then semantic
+    EXACT_ONLY = "exact_only"  # byte-identical canonical request only
+    BYPASS = "bypass"  # neither read nor written
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """Where a request lives in the cache. All hashes are hex SHA-256."""
+
+    namespace: str
+    exact: str
+    context: str
+    model: str
+    # Text the semantic tier embeds and compares: the last user message ('' when there is none).
+    prompt: str
+    mode: LookupMode
+    mode_reason: str = ""
+
+
+def namespace_for(api_key: str | None, secret: bytes) -> str:
+    """HMAC of the caller's API key: two keys never share entries and the raw key is never kept."""
+    return hmac.new(secret, (api_key or "").encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _digest(*parts: str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode())
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def _text_of(content: Any) -> str | None:
+    """Plain text of a message content; None when it carries non-text parts (images, audio, files)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if not isinstance(part, dict) or part.get("type") != "text":
+                return None
+            texts.append(str(part.get("text", "")))
+        return "\n".join(texts)
+    return None
+
+
+def _mode_for(body: dict[str, Any], messages: list[dict[str, Any]]) -> tuple[LookupMode, str]:
+    n = body.get("n")
+    if isinstance(n, int) and n > 1:
+        return LookupMode.EXACT_ONLY, "n>1"
+    if any(_text_of(m.get("content")) is None for m in messages):
+        return LookupMode.EXACT_ONLY, "non-text content"
+    last = messages[-1] if messages else {}
+    if last.get("role") != "user":
+        return LookupMode.EXACT_ONLY, f"last message is {last.get('role', 'missing')}"
+    if not (_text_of(last.get("content")) or "").strip():
+        return LookupMode.EXACT_ONLY, "empty last message"
+    return LookupMode.FULL, ""
+
+
+def build_key(namespace: str, body: dict[str, Any]) -> CacheKey:
+    """Key a validated chat-completions body. Pure: same body, same key, whatever the key order."""
+    params = {k: v for k, v in body.items() if k not in IGNORED_FIELDS and k != "messages" and v is not None}
+    messages: list[dict[str, Any]] = list(body.get("messages") or [])
+    canon_params = canonical_json(params)
+    exact = _digest("exact", namespace, canon_params, canonical_json(messages))
+    context = _digest("context", namespace, canon_params, canonical_json(messages[:-1]))
+    mode, reason = _mode_for(body, messages)
+    prompt = _text_of(messages[-1].get("content")) if messages else ""
+    return CacheKey(namespace, exact, context, str(body.get("model", "")), prompt or "", mode, reason)

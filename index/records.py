@@ -1,0 +1,80 @@
+"""Typed records that cross the boundary of `index/`: what is stored, what a lookup returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from index.decision import Decision
+from index.embedder import Vector
+
+
+class Verdict(str, Enum):
+    """How a request was answered; the value is what `X-Deja-Cache` says."""
+
+    EXACT_HIT = "hit-exact"
+    SEMANTIC_HIT = "hit-semantic"
+    MISS = "miss"
+    BYPASS = "bypass"
+
+
+@dataclass(frozen=True)
+class CachedResponse:
+    """A stored completion (OpenAI `chat.completion` JSON) and the entry it came from."""
+
+    entry_id: int
+    body: dict[str, Any]
+    created_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """One entry as written to the store."""
+
+    namespace: str
+    exact_key: str
+    context_key: str
+    model: str
+    prompt: str
+    response: dict[str, Any]
+    vector: Vector | None
+    created_at: float
+    expires_at: float | None = None
+
+
+@dataclass(frozen=True)
+class StoredEntry:
+    """One entry as read back from the store."""
+
+    entry_id: int
+    namespace: str
+    context_key: str
+    model: str
+    prompt: str
+    response: dict[str, Any]
+    created_at: float
+    expires_at: float | None
+    hits: int = 0
+
+
+@dataclass(frozen=True)
+class Neighbor:
+    """An index search result: entry id (the HNSW label) and cosine similarity."""
+
+    entry_id: int
+    similarity: float
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """Result of `Cache.lookup`. `vector` is the query embedding when one was computed, for reuse on store."""
+
+    verdict: Verdict
+    response: CachedResponse | None = None
+    similarity: float | None = None
+    decision: Decision | None = None
+    candidate_prompt: str | None = None
+    vector: Vector | None = None
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    degraded: tuple[str, ...] = ()

@@ -1,0 +1,70 @@
+"""SQL schema (SQLAlchemy Core tables). SQL is the record; the HNSW index is rebuilt from it."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Float,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    Table,
+    Index,
+)
+
+metadata = MetaData()
+
+entries = Table(
+    "deja_entries",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("namespace", String(64), nullable=False),
+    Column("exact_key", String(64), nullable=False, unique=True),
+    Column("context_key", String(64), nullable=False),
+    Column("model", String(200), nullable=False),
+    Column("prompt", Text, nullable=False),
+    Column("vector", LargeBinary, nullable=True),
+    Column("response", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=True),
+    Column("last_hit_at", Float, nullable=True),
+    Column("hits", Integer, nullable=False, default=0),
+    Index("ix_deja_entries_context", "context_key"),
+    Index("ix_deja_entries_namespace_model", "namespace", "model"),
+)
+
+decisions = Table(
+    "deja_decisions",
+    metadata,
+    Column("request_id", String(40), primary_key=True),
+    Column("namespace", String(64), nullable=False, index=True),
+    Column("prompt", Text, nullable=False),
+    Column("entry_id", Integer, nullable=True),
+    Column("candidate_prompt", Text, nullable=True),
+    Column("similarity", Float, nullable=False),
+    Column("stages", Text, nullable=False),
+    Column("verdict", String(20), nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+labels = Table(
+    "deja_labels",
+    metadata,
+    Column("request_id", String(40), primary_key=True),
+    Column("source", String(20), primary_key=True),
+    Column("correct", Boolean, nullable=False),
+    Column("detail", Text, nullable=True),
+    Column("created_at", Float, nullable=False),
+)
+
+thresholds = Table(
+    "deja_thresholds",
+    metadata,
+    Column("namespace", String(64), primary_key=True),
+    Column("min_similarity", Float, nullable=False),
+    Column("labels", Integer, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)

@@ -1,0 +1,1 @@
+"""HTTP face of Deja: FastAPI app, gateway pipeline, upstream client, error mapping, CLI."""

@@ -1,0 +1,57 @@
+"""The one settings object (env prefix `DEJA_`), built at start-up and passed down; never read at import."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# Chosen by `python -m eval sweep` on datasets/pairs-dev.jsonl; see README "How the threshold was chosen".
+DEFAULT_MIN_SIMILARITY = 0.80
+
+
+class Settings(BaseSettings):
+    """Every tunable of the gateway. Each field maps to `DEJA_<NAME>` and to a `deja serve` flag."""
+
+    model_config = SettingsConfigDict(env_prefix="DEJA_", extra="ignore")
+
+    upstream_url: str = Field("https://api.openai.com", description="Base URL of the OpenAI-compatible upstream")
+    database_url: str | None = Field(None, description="SQLAlchemy URL; default SQLite file in data_dir")
+    redis_url: str | None = Field(None, description="Redis URL for the shared exact tier; default in-process LRU")
+    data_dir: Path = Field(Path(".deja"), description="Folder for the SQLite file and the generated secret")
+    min_similarity: float = Field(DEFAULT_MIN_SIMILARITY, ge=-1.0, le=1.0, description="Cosine similarity floor")
+    candidates: int = Field(3, ge=1, le=50, description="Nearest neighbours verified per semantic lookup")
+    guard_polarity: bool = Field(True, description="Veto candidates that differ by a negation or reversal")
+    guard_values: bool = Field(True, description="Veto candidates that differ in a number, name or other value")
+    namespace_secret: SecretStr | None = Field(None, description="HMAC secret for namespaces; default generated")
+    admin_token: SecretStr | None = Field(None, description="Bearer token for /deja/* admin endpoints")
+    ttl_seconds: float | None = Field(7 * 24 * 3600, ge=0, description="Default entry lifetime; empty = forever")
+    exact_max_items: int = Field(10_000, ge=1, description="Size of the in-process exact LRU")
+    max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="Largest accepted request body")
+    upstream_connect_timeout: float = Field(5.0, gt=0, description="Seconds to connect to the upstream")
+    upstream_read_timeout: float = Field(120.0, gt=0, description="Seconds between upstream bytes")
+    upstream_max_connections: int = Field(100, ge=1, description="Connection pool size to the upstream")
+    embed_threads: int = Field(0, ge=0, description="Torch threads for embedding; 0 = library default")
+    log_level: str = Field("info", description="Log level")
+
+    @field_validator("ttl_seconds", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: object) -> object:
+        return None if value in ("", "none", "None", 0, "0") else value
+
+    @property
+    def sql_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir / 'deja.db'}"
+
+    def secret_bytes(self) -> bytes:
+        """The namespace secret; generated once into `data_dir/secret` (mode 0600) when not configured."""
+        if self.namespace_secret is not None:
+            return self.namespace_secret.get_secret_value().encode()
+        path = self.data_dir / "secret"
+        if not path.exists():
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            path.write_text(secrets.token_hex(32))
+            path.chmod(0o600)
+        return path.read_text().strip().encode()

@@ -1,0 +1,58 @@
+"""The upstream client: one shared httpx.AsyncClient with explicit timeouts; header hygiene both ways."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+
+import httpx
+
+from index.errors import UpstreamError, UpstreamTimeout
+
+# Never forwarded in either direction: hop-by-hop and framing headers, which each hop sets itself.
+_HOP = frozenset({
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "trailers",
+    "transfer-encoding", "upgrade", "host", "content-length", "content-encoding", "accept-encoding",
+})
+
+
+def request_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """Caller headers to send upstream (auth included), minus hop-by-hop and Deja's own controls."""
+    return {k: v for k, v in headers.items() if k.lower() not in _HOP and not k.lower().startswith("x-deja-")}
+
+
+def response_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k.lower() not in _HOP and k.lower() not in ("date", "server")}
+
+
+class Upstream:
+    """Forwards requests to the OpenAI-compatible upstream. Transport errors become `UpstreamError`."""
+
+    def __init__(self, base_url: str, timeout: httpx.Timeout, limits: httpx.Limits,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self._client = httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=timeout, limits=limits,
+                                         transport=transport)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def send(self, method: str, path: str, headers: Mapping[str, str],
+                   content: bytes | AsyncIterator[bytes], params: str = "") -> httpx.Response:
+        """Open a streamed response; the caller must `aclose()` it."""
+        url = path + (f"?{params}" if params else "")
+        request = self._client.build_request(method, url, headers=request_headers(headers), content=content)
+        try:
+            return await self._client.send(request, stream=True)
+        except httpx.TimeoutException as exc:
+            raise UpstreamTimeout(f"upstream timed out: {type(exc).__name__}") from exc
+        except httpx.HTTPError as exc:
+            raise UpstreamError(f"upstream unreachable: {type(exc).__name__}: {exc}") from exc
+
+    async def read(self, response: httpx.Response) -> bytes:
+        try:
+            return await response.aread()
+        except httpx.TimeoutException as exc:
+            raise UpstreamTimeout(f"upstream timed out: {type(exc).__name__}") from exc
+        except httpx.HTTPError as exc:
+            raise UpstreamError(f"upstream failed mid-response: {type(exc).__name__}") from exc
+        finally:
+            await response.aclose()

@@ -1,0 +1,150 @@
+"""A real OpenAI-compatible upstream on loopback for tests: counts calls, streams, fails on demand."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class StubState:
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    failures: deque[str] = field(default_factory=deque)  # "500", "429", "hang", "cut"
+    chunk_delay: float = 0.0
+    streams_finished: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def chat_calls(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return [c for c in self.calls if c["path"] == "/v1/chat/completions"]
+
+
+def answer_for(body: dict[str, Any], n: int) -> str:
+    last = body["messages"][-1].get("content")
+    return f"answer {n} to: {last}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    state: StubState
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _record(self, body: bytes) -> int:
+        with self.state.lock:
+            self.state.calls.append({"path": self.path, "method": self.command, "body": body,
+                                     "headers": {k.lower(): v for k, v in self.headers.items()}})
+            return len(self.state.calls)
+
+    def _json(self, status: int, payload: Any) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("x-request-id", "stub-req")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self._record(b"")
+        if self.path.startswith("/v1/models"):
+            self._json(200, {"object": "list", "data": [{"id": "stub-model", "object": "model"}]})
+        else:
+            self._json(404, {"error": {"message": "no such route", "type": "invalid_request_error"}})
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        n = self._record(raw)
+        if self.path == "/v1/embeddings":
+            self._json(200, {"object": "list", "data": [{"embedding": [0.1, 0.2], "index": 0}]})
+            return
+        if self.path != "/v1/chat/completions":
+            self._json(404, {"error": {"message": "no such route", "type": "invalid_request_error"}})
+            return
+        with self.state.lock:
+            failure = self.state.failures.popleft() if self.state.failures else None
+        body = json.loads(raw)
+        if failure in ("500", "429"):
+            self._json(int(failure), {"error": {"message": f"stub failure {failure}", "type": "server_error"}})
+            return
+        if failure == "hang":
+            time.sleep(3)
+            self._json(200, self._completion(body, n))
+            return
+        if body.get("stream"):
+            self._stream(body, n, cut=failure == "cut")
+        else:
+            self._json(200, self._completion(body, n))
+
+    def _completion(self, body: dict[str, Any], n: int) -> dict[str, Any]:
+        return {
+            "id": f"chatcmpl-stub-{n}", "object": "chat.completion", "created": 1700000000,
+            "model": body["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": answer_for(body, n)},
+                         "finish_reason": "stop", "logprobs": None}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+
+    def _stream(self, body: dict[str, Any], n: int, cut: bool) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        words = answer_for(body, n).split(" ")
+        head = {"id": f"chatcmpl-stub-{n}", "object": "chat.completion.chunk", "created": 1700000000,
+                "model": body["model"]}
+        events = [{**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                        "finish_reason": None}]}]
+        events += [{**head, "choices": [{"index": 0, "delta": {"content": (" " if i else "") + w},
+                                         "finish_reason": None}]} for i, w in enumerate(words)]
+        events.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        for i, event in enumerate(events):
+            if cut and i == 3:
+                self.wfile.flush()
+                self.connection.shutdown(2)  # drop the connection mid-stream, no terminating chunk
+                self.close_connection = True
+                return
+            self._chunk(b"data: " + json.dumps(event).encode() + b"\n\n")
+            if self.state.chunk_delay:
+                time.sleep(self.state.chunk_delay)
+        self._chunk(b"data: [DONE]\n\n")
+        self._chunk(b"")
+        with self.state.lock:
+            self.state.streams_finished += 1
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+
+class StubUpstream:
+    """Start with `with StubUpstream() as stub:`; `stub.url` is the base URL to give Deja."""
+
+    def __init__(self) -> None:
+        self.state = StubState()
+        handler = type("Handler", (_Handler,), {"state": self.state})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> StubUpstream:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def reset(self) -> None:
+        with self.state.lock:
+            self.state.calls.clear()
+            self.state.failures.clear()
+            self.state.chunk_delay = 0.0
+            self.state.streams_finished = 0
