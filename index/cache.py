@@ -16,7 +16,7 @@ from index.errors import StoreUnavailable
 from index.exact import ExactCache
 from index.hnsw import SemanticIndex
 from index.keys import CacheKey, LookupMode
-from index.records import CacheEntry, CachedResponse, Lookup, StoredEntry, Verdict
+from index.records import CachedResponse, CacheEntry, Lookup, StoredEntry, Verdict
 from index.stages import Stage
 from index.store import EntryStore
 

@@ -10,14 +10,14 @@ import hashlib
 import hmac
 import json
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 # Fields that never change the answer (transport, attribution, storage flags).
 IGNORED_FIELDS = frozenset({"stream", "stream_options", "user", "store", "metadata", "service_tier"})
 
 
-class LookupMode(str, Enum):
+class LookupMode(StrEnum):
     """Which tiers may answer a request."""
 
     FULL = "full"  # exact, then semantic

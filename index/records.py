@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from index.decision import Decision
 from index.embedder import Vector
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     """How a request was answered; the value is what `X-Deja-Cache` says."""
 
     EXACT_HIT = "hit-exact"

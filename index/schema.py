@@ -6,13 +6,13 @@ from sqlalchemy import (
     Boolean,
     Column,
     Float,
+    Index,
     Integer,
     LargeBinary,
     MetaData,
     String,
-    Text,
     Table,
-    Index,
+    Text,
 )
 
 metadata = MetaData()

@@ -116,7 +116,9 @@ def _event(payload: dict[str, Any]) -> bytes:
 
 def replay(completion: dict[str, Any], include_usage: bool) -> Iterator[bytes]:
     """A valid `chat.completion.chunk` stream for a stored completion, ending in `[DONE]`."""
-    head = {k: completion[k] for k in ("id", "created", "model", "system_fingerprint") if k in completion}
+    head: dict[str, Any] = {
+        k: completion[k] for k in ("id", "created", "model", "system_fingerprint") if k in completion
+    }
     head["object"] = "chat.completion.chunk"
     for choice in completion.get("choices") or []:
         index = choice.get("index", 0)

@@ -1,0 +1,93 @@
+"""Gateway latency, side by side in one run: embedding, in-process exact and semantic lookups, and HTTP
+exact / semantic hits through a real uvicorn gateway, each as a ratio to the embedding time.
+
+    .venv/bin/python -m bench.gateway [--repeat 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+from pathlib import Path
+
+import httpx
+
+from bench.common import table, timed_ms
+from index.cache import Cache, CacheConfig
+from index.decision import MatchPolicy
+from index.embedder import MiniLMEmbedder
+from index.exact import LruExactCache
+from index.guards import rule_stages
+from index.hnsw import SemanticIndex
+from index.keys import build_key
+from index.store import EntryStore, make_engine
+from tests.support.services import GatewayProcess
+from tests.support.stub_upstream import StubUpstream
+
+PROMPT = "How do I reset my password for the billing portal?"
+PARAPHRASE = "How can I reset my password for the billing portal?"
+
+
+def body(text: str) -> dict[str, object]:
+    return {"model": "bench", "messages": [{"role": "user", "content": text}]}
+
+
+def in_process(tmp: Path, embedder: MiniLMEmbedder, repeat: int) -> list[tuple[str, list[float]]]:
+    store = EntryStore(make_engine(f"sqlite:///{tmp / 'bench.db'}"))
+    store.create_schema()
+    cache = Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder,
+                  CacheConfig(MatchPolicy(0.8)), rule_stages(True, True))
+    answer = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "x"}, "finish_reason": "stop"}]}
+    # A realistic index: a few thousand other entries in the same context.
+    fillers = [f"Question number {i} about topic {i % 97} and item {i % 13}" for i in range(3000)]
+    vectors = embedder.embed(fillers)
+    for i, (text, vec) in enumerate(zip(fillers, vectors, strict=True)):
+        cache.store_answer(build_key("bench", body(text)), answer, vec)
+        if i == 0:
+            continue
+    cache.store_answer(build_key("bench", body(PROMPT)), answer)
+    exact_key, para_key = build_key("bench", body(PROMPT)), build_key("bench", body(PARAPHRASE))
+    assert cache.lookup(para_key).verdict.value == "hit-semantic"
+    return [
+        ("embed one prompt (MiniLM)", timed_ms(lambda: embedder.embed([PARAPHRASE]), repeat)),
+        ("in-process exact lookup", timed_ms(lambda: cache.lookup(exact_key), repeat)),
+        ("in-process semantic lookup", timed_ms(lambda: cache.lookup(para_key), repeat)),
+    ]
+
+
+def over_http(tmp: Path, repeat: int) -> list[tuple[str, list[float]]]:
+    with StubUpstream() as stub:
+        env = {"DEJA_UPSTREAM_URL": stub.url, "DEJA_DATA_DIR": str(tmp / "gw"), "DEJA_LOG_LEVEL": "warning"}
+        gateway = GatewayProcess(env, tmp / "gw.log").start()
+        try:
+            with httpx.Client(base_url=gateway.url, headers={"Authorization": "Bearer sk-bench"}) as client:
+                def post(text: str) -> str:
+                    r = client.post("/v1/chat/completions", json=body(text))
+                    return r.headers["x-deja-cache"]
+
+                assert post(PROMPT) == "miss"
+                assert post(PARAPHRASE) == "hit-semantic"
+                return [
+                    ("HTTP exact hit", timed_ms(lambda: post(PROMPT), repeat)),
+                    ("HTTP semantic hit", timed_ms(lambda: post(PARAPHRASE), repeat)),
+                ]
+        finally:
+            gateway.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=200)
+    args = parser.parse_args()
+    embedder = MiniLMEmbedder()
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = in_process(Path(tmp), embedder, args.repeat)
+        rows += over_http(Path(tmp), args.repeat)
+        rows.append(("embed one prompt (again, after)", timed_ms(lambda: embedder.embed([PARAPHRASE]), args.repeat)))
+    reference = statistics.median(rows[0][1] + rows[-1][1])
+    print(table(rows, reference))
+
+
+if __name__ == "__main__":
+    main()

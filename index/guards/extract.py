@@ -1,0 +1,264 @@
+"""Value slots of a prompt: numbers with units, dates, times, versions, quoted text, code and named things.
+
+Each slot becomes a `Value` whose `key` is equal for equivalent spellings ("5 km" / "five kilometers",
+"Python" / "python", "$5" / "5 USD") so that two prompts can be compared as multisets of keys.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from index.guards.lexicon import Entity, Lexicon
+from index.guards.numbers import ORDINAL_WORDS, SCALES, parse_digits, parse_words, scaled
+
+# Families: a missing or extra value vetoes for strong values; weak values veto only when both prompts
+# have an unmatched value of the same family (annual vs monthly; "one" vs "two").
+WEAK_ENTITY_KINDS = frozenset({"plan", "reldate", "season"})
+
+_TOKEN = re.compile(
+    r"""
+    `(?P<code>[^`]+)`
+    | [\"“”](?P<dq>[^\"“”\n]{1,80})[\"“”]
+    | (?<![\w'])'(?P<sq>[^'\n]{1,60})'(?![\w'])
+    | (?P<url>https?://\S+|www\.\S+|[\w.+-]+@[\w-]+\.[\w.]+)
+    | (?P<time>\b\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\b\.?)?|\b\d{1,2}\s*[ap]\.?m\b\.?)
+    | (?P<date>\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b)
+    | (?<![\w-])(?P<flag>--?[A-Za-z][\w-]*)
+    | (?<![\w.])(?P<path>(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)*)
+    | (?P<cur>[$€£¥₹₩₽₺])\s?(?P<amount>\d[\d,]*(?:\.\d+)?)
+    | (?P<num>\d[\d,]*(?:\.\d+)*)(?P<suffix>[A-Za-z°%℃℉µ²]+)?
+    | (?P<word>[A-Za-z_][\w']*(?:[.+#-][\w+#]+)*[+#]*)
+    | (?P<sym>[%°$€£¥₹])
+    | (?P<stop>[.!?:;\n(\[])
+    """,
+    re.VERBOSE,
+)
+_ORDINAL_SUFFIX = frozenset({"st", "nd", "rd", "th"})
+_NOT_NAMES = frozenset({"I", "I'm", "I've", "I'd", "I'll", "OK", "Ok", "Mr", "Mrs", "Ms", "Dr", "Hi", "Hey"})
+_ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "a.m", "p.m"})
+_CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2,}[a-z]|[A-Z][a-z]+[A-Z]")
+_VERSION = re.compile(r"^[vV](\d+(?:\.\d+)*)$")
+_DEGREE_WORDS = frozenset({"degree", "degrees", "deg", "°"})
+
+
+@dataclass(frozen=True)
+class Value:
+    """One value slot. `key` is what is compared; `surface` is what the reason shows."""
+
+    family: str
+    canonical: str
+    surface: str
+    strong: bool
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.family, self.canonical)
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str
+    text: str
+    sentence_start: bool
+    # amount for a currency-prefixed number, suffix for a number with letters attached
+    extra: str = ""
+
+
+def tokenize(text: str) -> list[Token]:
+    tokens: list[Token] = []
+    start = True
+    for match in _TOKEN.finditer(text.replace("’", "'").replace("‘", "'")):
+        kind = match.lastgroup or ""
+        if kind == "stop":
+            start = True
+            continue
+        if kind in {"suffix", "amount"}:
+            kind = "num" if kind == "suffix" else "cur"
+        group = {"dq": "quote", "sq": "quote"}.get(kind, kind)
+        value = match.group(kind)
+        extra = match.group("suffix") or "" if kind == "num" else match.group("amount") or ""
+        tokens.append(Token(group, value, start, extra))
+        start = False
+    return tokens
+
+
+def _is_title_case(tokens: list[Token]) -> bool:
+    """Headline or all-caps styling, where capitals say nothing about names."""
+    words = [t.text for t in tokens if t.kind == "word" and t.text.isalpha()]
+    if len(words) >= 2 and all(w.isupper() for w in words):
+        return True
+    long_words = [w for w in words if len(w) >= 3]
+    capitals = sum(1 for w in long_words if w[0].isupper())
+    return capitals >= 2 and capitals >= 0.8 * len(long_words)
+
+
+class Extractor:
+    """Turns a prompt into its value slots; holds only read-only lookup tables, so it is thread-safe."""
+
+    def __init__(self, lexicon: Lexicon) -> None:
+        self._lex = lexicon
+
+    def values(self, text: str) -> list[Value]:
+        tokens = tokenize(text)
+        names_by_case = not _is_title_case(tokens)
+        out: list[Value] = []
+        i = 0
+        while i < len(tokens):
+            consumed, found = self._at(tokens, i, names_by_case)
+            out.extend(found)
+            i += consumed
+        return out
+
+    def _at(self, tokens: list[Token], i: int, names_by_case: bool) -> tuple[int, list[Value]]:
+        token = tokens[i]
+        if token.kind in {"code", "url", "flag", "path"}:
+            return 1, [Value("name", token.text.strip().lower(), token.text, True)]
+        if token.kind == "quote":
+            return 1, [Value("quote", " ".join(token.text.lower().split()), token.text, True)]
+        if token.kind in {"time", "date"}:
+            return 1, [Value(token.kind, _clock(token.text) if token.kind == "time" else token.text, token.text, True)]
+        if token.kind == "cur":
+            unit = self._lex.units.get(token.text)
+            currency = unit.canonical if unit else token.text
+            used, number = self._scaled(tokens, i, token.extra)
+            return used, [Value("number", number, token.text + token.extra, True),
+                          Value("unit", currency, token.text, True)]
+        if token.kind == "num":
+            return self._number(tokens, i)
+        if token.kind == "sym":
+            unit = self._lex.units.get(token.text)
+            return 1, [Value("unit", unit.canonical, token.text, False)] if unit else []
+        return self._word(tokens, i, names_by_case)
+
+    def _scaled(self, tokens: list[Token], i: int, digits: str) -> tuple[int, str]:
+        """A digit string with an optional scale word after it (5 million, 2.5k)."""
+        nxt = tokens[i + 1].text.lower() if i + 1 < len(tokens) and tokens[i + 1].kind == "word" else ""
+        if nxt in SCALES and nxt not in {"k", "bn", "mn"}:
+            return 2, scaled(digits, SCALES[nxt])
+        return 1, parse_digits(digits)
+
+    def _number(self, tokens: list[Token], i: int) -> tuple[int, list[Value]]:
+        token = tokens[i]
+        suffix = token.extra
+        if suffix.lower() in _ORDINAL_SUFFIX:
+            return 1, [Value("ordinal", parse_digits(token.text), token.text + suffix, False)]
+        if suffix.lower() in {"k", "m", "bn", "b"} and suffix.lower() != "m":
+            factor = {"k": 1_000, "b": 1_000_000_000, "bn": 1_000_000_000}[suffix.lower()]
+            return 1, [Value("number", scaled(token.text, factor), token.text + suffix, True)]
+        if suffix.lower() == "s" and len(token.text) == 4:  # the 1990s
+            return 1, [Value("number", token.text + "s", token.text + suffix, True)]
+        used, number = (1, parse_digits(token.text)) if suffix else self._scaled(tokens, i, token.text)
+        values = [Value("number", number, token.text, True)]
+        unit, unit_used = self._unit_after(tokens, i + used - 1, suffix)
+        if unit is not None:
+            values.append(unit)
+        elif suffix:  # 5x, 64bit ...: keep the whole thing as one value
+            values = [Value("name", (token.text + suffix).lower(), token.text + suffix, True)]
+        return used + unit_used, values
+
+    def _unit_after(self, tokens: list[Token], i: int, suffix: str) -> tuple[Value | None, int]:
+        """The unit attached to the number at `i` (as suffix, or in the next one or two words)."""
+        if suffix:
+            unit = self._unit_named(suffix)
+            nxt = tokens[i + 1].text.lower() if i + 1 < len(tokens) else ""
+            if unit is not None and unit.family == "unit" and suffix in _DEGREE_WORDS and nxt:
+                better = self._unit_named(nxt)
+                return (better, 1) if better is not None else (unit, 0)
+            return unit, 0
+        for width in (3, 2, 1):
+            words = [t.text for t in tokens[i + 1 : i + 1 + width] if t.kind in {"word", "sym"}]
+            if len(words) != width:
+                continue
+            if words[0].lower() in _DEGREE_WORDS and width == 1 and len(tokens) > i + 2:
+                continue
+            unit = self._unit_named(" ".join(words))
+            if unit is not None:
+                return unit, width
+        return None, 0
+
+    def _unit_named(self, text: str) -> Value | None:
+        key = text.lower().replace("-", " ")
+        if key.startswith(("degree ", "degrees ", "deg ", "° ")):
+            key = key.split(" ", 1)[1]
+        unit = self._lex.units.get(key) or self._lex.units.get("°" + key)
+        if unit is None:
+            return None
+        return Value("unit", unit.canonical, text, True)
+
+    def _word(self, tokens: list[Token], i: int, names_by_case: bool) -> tuple[int, list[Value]]:
+        entity, used = self._entity(tokens, i)
+        token = tokens[i]
+        if entity is not None:
+            surface = " ".join(t.text for t in tokens[i : i + used])
+            strong = entity.kind not in WEAK_ENTITY_KINDS
+            family = "name" if strong else entity.kind
+            return used, [Value(family, entity.canonical, surface, strong)]
+        lower = token.text.lower()
+        words = [t.text.lower() for t in tokens[i : i + 8] if t.kind == "word"]
+        run = parse_words(words) if lower in _NUMBER_STARTS else None
+        if run is not None and (run[1] > 1 or lower != "a"):
+            value, length = run
+            surface = " ".join(words[:length])
+            return length, [Value("number", str(value), surface, surface != "one")]
+        if lower in ORDINAL_WORDS and not self._unit_follows_number(tokens, i):
+            return 1, [Value("ordinal", str(ORDINAL_WORDS[lower]), token.text, False)]
+        unit = self._lex.units.get(lower) or self._lex.units.get(lower.rstrip("s"))
+        if unit is not None and not unit.after_number_only:
+            return 1, [Value("unit", unit.canonical, token.text, False)]
+        version = _VERSION.match(token.text)
+        if version:
+            return 1, [Value("number", parse_digits(version.group(1)), token.text, True)]
+        return 1, self._name(token, names_by_case)
+
+    def _unit_follows_number(self, tokens: list[Token], i: int) -> bool:
+        return i > 0 and tokens[i - 1].kind == "num"
+
+    def _name(self, token: Token, names_by_case: bool) -> list[Value]:
+        text = token.text
+        lower = text.lower().rstrip(".")
+        if lower in _ABBREVIATIONS or text in _NOT_NAMES or "'" in text and text.split("'")[0] in _NOT_NAMES:
+            return []
+        code_like = "_" in text or "." in text.strip(".") or any(c.isdigit() for c in text) or _CAMEL.search(text)
+        capital = text[0].isupper() and (not token.sentence_start or text.isupper() and len(text) > 1)
+        if code_like or (names_by_case and capital):
+            return [Value("name", lower.split("'")[0], text, True)]
+        if "-" in text:  # a name inside a compound: Paris-based, Python-only
+            parts = [p for p in text.split("-") if p]
+            return [v for p in parts for v in self._name(Token("word", p, token.sentence_start), names_by_case)]
+        return []
+
+    def _entity(self, tokens: list[Token], i: int) -> tuple[Entity | None, int]:
+        for width in range(min(self._lex.max_entity_words, len(tokens) - i), 0, -1):
+            span = tokens[i : i + width]
+            if any(t.kind != "word" for t in span):
+                continue
+            words = [p for t in span for p in t.text.replace("-", " ").split()]
+            exact = " ".join(words)
+            found = self._lex.cased_entities.get(exact) or self._lex.entities.get(exact.lower())
+            if found is None and width == 1 and exact.lower().endswith("s"):
+                found = self._lex.entities.get(exact.lower()[:-1])  # plurals: "premium plans"
+            if found is not None:
+                return found, width
+        return None, 1
+
+
+_NUMBER_STARTS = frozenset(
+    "a an zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred "
+    "thousand million billion trillion dozen".split()
+)
+
+
+def _clock(text: str) -> str:
+    """5pm, 5 p.m., 17:00 -> "17:00"."""
+    compact = text.lower().replace(".", "").replace(" ", "")
+    meridiem = compact[-2:] if compact.endswith(("am", "pm")) else ""
+    digits = compact[: -2] if meridiem else compact
+    hour_text, _, minute = digits.partition(":")
+    hour = int(hour_text)
+    if meridiem == "pm" and hour < 12:
+        hour += 12
+    if meridiem == "am" and hour == 12:
+        hour = 0
+    return f"{hour:02d}:{(minute or '00')[:2]}"

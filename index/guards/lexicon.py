@@ -1,0 +1,86 @@
+"""Word lists of the rule stages, read once from the package data (never from system paths).
+
+- antonyms.tsv: derived from WordNet 3.0 by scripts/build_antonyms.py (licence in WORDNET_LICENSE.txt);
+- reversals.tsv: hand-written opposites WordNet lacks (with/without, enable/disable, upload/download);
+- units.tsv: unit, period and currency aliases; entities.tsv: named-thing categories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from index.guards.text import stem
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A unit alias resolved: canonical symbol, dimension, and whether it counts only after a number."""
+
+    canonical: str
+    dimension: str
+    after_number_only: bool
+
+
+@dataclass(frozen=True)
+class Entity:
+    """A named thing from a category list (a language, a country, a plan name ...)."""
+
+    kind: str
+    canonical: str
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """Everything the rule stages look up, keyed the way they look it up."""
+
+    # stem -> stems of its opposites
+    antonyms: dict[str, frozenset[str]]
+    units: dict[str, Unit]
+    # lowercase term (space-joined words) -> entity, for terms that match any casing
+    entities: dict[str, Entity]
+    # exact-case term -> entity, for terms that are also common words (Turkey, May, Go)
+    cased_entities: dict[str, Entity]
+    # longest entity term, in words
+    max_entity_words: int
+
+
+def _rows(name: str) -> Iterator[list[str]]:
+    text = resources.files("index.guards").joinpath("data", name).read_text(encoding="utf-8")
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            yield line.split("\t")
+
+
+def _antonyms() -> dict[str, frozenset[str]]:
+    table: dict[str, set[str]] = {}
+    for name in ("antonyms.tsv", "reversals.tsv"):
+        for word, opposite in _rows(name):
+            a, b = stem(word), stem(opposite)
+            if a != b:  # two words that strip to one key cannot be told apart at run time
+                table.setdefault(a, set()).add(b)
+                table.setdefault(b, set()).add(a)
+    return {key: frozenset(values) for key, values in table.items()}
+
+
+def _units() -> dict[str, Unit]:
+    units: dict[str, Unit] = {}
+    for alias, canonical, dimension, where in _rows("units.tsv"):
+        units[alias.replace("-", " ")] = Unit(canonical, dimension, where == "num")
+    return units
+
+
+@lru_cache(maxsize=1)
+def load() -> Lexicon:
+    """The lexicon, read once per process; the returned value is never mutated."""
+    entities: dict[str, Entity] = {}
+    cased: dict[str, Entity] = {}
+    longest = 1
+    for kind, term, canonical in _rows("entities.tsv"):
+        key = " ".join(term.replace("-", " ").split())
+        target = cased if key != key.lower() else entities
+        target.setdefault(key, Entity(kind, canonical))
+        longest = max(longest, len(key.split()))
+    return Lexicon(_antonyms(), _units(), entities, cased, longest)

@@ -1,0 +1,122 @@
+"""Text normalisation shared by the rule stages: contractions, word tokens and a small suffix stripper.
+
+`stem` is not a linguistic lemmatiser; it only has to map inflections of one word to one key
+(enable/enabled/enabling -> "enabl") and be applied the same way to prompts and to the lexicons.
+"""
+
+from __future__ import annotations
+
+import re
+from difflib import SequenceMatcher
+
+_APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'", "´": "'"})
+
+# Order matters: irregular negative contractions before the generic n't rule.
+_CONTRACTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), replacement)
+    for pattern, replacement in (
+        (r"\bcan'?t\b", "can not"),
+        (r"\bcannot\b", "can not"),
+        (r"\bwon'?t\b", "will not"),
+        (r"\bshan'?t\b", "shall not"),
+        (r"\bain'?t\b", "is not"),
+        (r"\b(do|does|did|is|are|was|were|has|have|had|would|should|could|must|need|might)n'?t\b", r"\1 not"),
+        (r"\b(\w+)n't\b", r"\1 not"),
+        (r"\b(it|that|what|where|who|how|there|here|he|she|when|why|which)'s\b", r"\1 is"),
+        (r"\blet's\b", "let us"),
+        (r"'re\b", " are"),
+        (r"'ll\b", " will"),
+        (r"'ve\b", " have"),
+        (r"'m\b", " am"),
+        (r"'d\b", " would"),
+        (r"'s\b", ""),  # possessive
+    )
+)
+
+# A trailing tag question ("..., isn't it?") repeats the clause's polarity inverted; it asks nothing new.
+_TAG_QUESTION = re.compile(
+    r",\s*(is|are|was|were|do|does|did|can|will|would|should|could|has|have)(n'?t| not)?\s+"
+    r"(it|i|you|he|she|we|they|there|that)\s*\??\s*$"
+)
+
+_WORD = re.compile(r"[a-z0-9]+(?:[.+#][a-z0-9+#]+)*[+#]*")
+
+# Irregular forms the suffix rules cannot reach but that matter for alignment.
+_IRREGULAR = {
+    "is": "be", "are": "be", "was": "be", "were": "be", "am": "be", "been": "be", "being": "be",
+    "has": "have", "had": "have", "having": "have",
+    "does": "do", "did": "do", "done": "do", "doing": "do",
+    "went": "go", "gone": "go", "goes": "go",
+    "made": "make", "took": "take", "taken": "take", "got": "get", "gotten": "get",
+    "going": "go", "an": "a",
+}
+# Words whose ending only looks like an inflection.
+_UNINFLECTED = frozenset(
+    ["embed", "shred", "hundred", "sacred", "naked", "wicked", "kindred", "need", "seed", "speed", "feed", "breed", "weed", "deed", "heed", "greed", "bleed", "proceed", "exceed", "succeed", "news", "series", "species", "always", "perhaps"]
+)
+_VOWELS = frozenset("aeiouy")
+_KEEP_DOUBLE = frozenset("lsz")
+MIN_STEM = 3
+
+
+def _undouble(word: str) -> str:
+    if len(word) > MIN_STEM and word[-1] == word[-2] and word[-1] not in _KEEP_DOUBLE | _VOWELS:
+        return word[:-1]
+    return word
+
+
+def _strip_ending(word: str, ending: str) -> str | None:
+    """`word` without `ending` if a plausible stem (3+ letters with a vowel) remains, else None."""
+    rest = word[: -len(ending)]
+    if len(rest) >= MIN_STEM and _VOWELS & set(rest):
+        return _undouble(rest)
+    if len(rest) == MIN_STEM - 1 and _VOWELS & set(rest):
+        return rest + "e"  # used -> use, using -> use
+    return None
+
+
+def stem(word: str) -> str:
+    """Map inflected forms of a lowercase word to one key: policies -> policy, enabled -> enabl."""
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
+    if len(word) <= MIN_STEM or not word.isalpha() or word in _UNINFLECTED:
+        return word
+    base: str | None = word
+    if word.endswith(("ies", "ied")) and len(word) > 4:
+        base = word[:-3] + "y"
+    elif word.endswith("sses"):
+        base = word[:-2]
+    elif word.endswith(("ss", "us", "is")):
+        base = word
+    elif word.endswith(("ches", "shes", "xes", "zes")):
+        base = word[:-2]
+    elif word.endswith("s"):
+        base = word[:-1]
+    elif word.endswith("ing"):
+        base = _strip_ending(word, "ing") or word
+    elif word.endswith("ed"):
+        base = _strip_ending(word, "ed") or word
+    assert base is not None
+    if base.endswith("e") and len(base) > MIN_STEM:
+        base = base[:-1]
+    return base
+
+
+def normalize(text: str) -> str:
+    """Lowercase, unify apostrophes, expand contractions and drop a trailing tag question."""
+    text = text.translate(_APOSTROPHES).lower().strip()
+    text = _TAG_QUESTION.sub("", text)
+    for pattern, replacement in _CONTRACTIONS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def words(text: str) -> tuple[str, ...]:
+    """Lowercase word tokens of `text` after `normalize`; hyphens and punctuation split words."""
+    return tuple(_WORD.findall(normalize(text)))
+
+
+def differing_spans(a: tuple[str, ...], b: tuple[str, ...]) -> list[tuple[int, int, int, int]]:
+    """Index ranges (a_lo, a_hi, b_lo, b_hi) of the blocks where the two token sequences differ."""
+    matcher = SequenceMatcher(None, a, b, autojunk=False)
+    return [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Install Deja into ./.venv (idempotent). torch is pinned and installed first: an unpinned torch pulls CUDA.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q torch==2.13.0
+.venv/bin/python -m pip install -q -e '.[dev]'

@@ -1,0 +1,112 @@
+"""The pipeline with a fake embedder and a real SQLite store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from index.cache import Cache, CacheConfig
+from index.decision import MatchPolicy
+from index.embedder import HashEmbedder
+from index.exact import LruExactCache
+from index.hnsw import SemanticIndex
+from index.keys import build_key
+from index.records import Verdict
+from index.stages import StageResult
+from index.store import EntryStore, make_engine
+
+
+class CountingEmbedder(HashEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def embed(self, texts: Any) -> Any:
+        self.calls += 1
+        return super().embed(texts)
+
+
+class VetoWord:
+    name = "veto-word"
+
+    def check(self, query: str, cached: str) -> StageResult:
+        return StageResult(self.name, ("not" in query.split()) == ("not" in cached.split()), "not")
+
+
+def make_cache(tmp_path: Path, clock: Any = None, ttl: float | None = None) -> tuple[Cache, CountingEmbedder]:
+    embedder = CountingEmbedder()
+    store = EntryStore(make_engine(f"sqlite:///{tmp_path / 'db.sqlite'}"))
+    store.create_schema()
+    kwargs = {"clock": clock} if clock else {}
+    cache = Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder,
+                  CacheConfig(MatchPolicy(0.7), ttl_seconds=ttl), (VetoWord(),), **kwargs)
+    return cache, embedder
+
+
+def body(text: str) -> dict[str, Any]:
+    return {"model": "m", "messages": [{"role": "user", "content": text}]}
+
+
+def answer(text: str) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
+
+
+def test_miss_embeds_once_and_store_reuses_the_vector(tmp_path: Path) -> None:
+    cache, embedder = make_cache(tmp_path)
+    cache.store_answer(build_key("ns", body("is the api rate limited")), answer("yes"))
+    assert embedder.calls == 1
+    key = build_key("ns", body("is the api rate limited today"))
+    lookup = cache.lookup(key)
+    assert embedder.calls == 2 and lookup.vector is not None
+    cache.store_answer(key, answer("no"), lookup.vector)
+    assert embedder.calls == 2
+
+
+def test_exact_hit_costs_no_embedding(tmp_path: Path) -> None:
+    cache, embedder = make_cache(tmp_path)
+    key = build_key("ns", body("hello there"))
+    cache.store_answer(key, answer("hi"))
+    calls = embedder.calls
+    assert cache.lookup(key).verdict is Verdict.EXACT_HIT
+    assert embedder.calls == calls
+
+
+def test_first_request_in_a_context_is_not_embedded_until_stored(tmp_path: Path) -> None:
+    cache, embedder = make_cache(tmp_path)
+    assert cache.lookup(build_key("ns", body("brand new question"))).verdict is Verdict.MISS
+    assert embedder.calls == 0
+
+
+def test_semantic_hit_and_stage_veto(tmp_path: Path) -> None:
+    cache, _ = make_cache(tmp_path)
+    cache.store_answer(build_key("ns", body("is the api rate limited for free users")), answer("yes"))
+    hit = cache.lookup(build_key("ns", body("is the api rate limited for free users ?")))
+    assert hit.verdict is Verdict.SEMANTIC_HIT and hit.response is not None
+    veto = cache.lookup(build_key("ns", body("is the api not rate limited for free users")))
+    assert veto.verdict is Verdict.MISS and veto.decision is not None
+    assert veto.decision.vetoed_by == "veto-word"
+
+
+def test_other_namespace_never_hits(tmp_path: Path) -> None:
+    cache, _ = make_cache(tmp_path)
+    cache.store_answer(build_key("a", body("what is dns")), answer("x"))
+    assert cache.lookup(build_key("b", body("what is dns"))).verdict is Verdict.MISS
+
+
+def test_warm_rebuilds_the_index_from_sql(tmp_path: Path) -> None:
+    cache, _ = make_cache(tmp_path)
+    cache.store_answer(build_key("ns", body("how do I reset my password")), answer("x"))
+    fresh, _ = make_cache(tmp_path)
+    assert fresh.warm() == 1
+    assert fresh.lookup(build_key("ns", body("how do I reset my password ?"))).verdict is Verdict.SEMANTIC_HIT
+
+
+def test_expired_entries_are_not_served(tmp_path: Path) -> None:
+    now = [1000.0]
+    cache, _ = make_cache(tmp_path, clock=lambda: now[0], ttl=60)
+    key = build_key("ns", body("what time is it in tokyo"))
+    cache.store_answer(key, answer("x"))
+    cache.exact.clear()
+    now[0] += 61
+    assert cache.lookup(key).verdict is Verdict.MISS
+    assert cache.lookup(build_key("ns", body("what time is it in tokyo ?"))).verdict is Verdict.MISS
