@@ -30,6 +30,8 @@ class CacheConfig:
     policy: MatchPolicy
     ttl_seconds: float | None = None
     candidates: int = 3
+    # Candidates at or above this similarity are read and decided even below the threshold, for the log.
+    log_floor: float = 0.5
 
 
 class Cache:
@@ -109,8 +111,10 @@ class Cache:
         timings.update(embed=(t1 - t0) * 1000, search=(t2 - t1) * 1000)
         best: tuple[Decision, StoredEntry] | None = None
         for neighbor in neighbors:
-            if neighbor.similarity < policy.min_similarity:
-                break  # neighbours come most similar first
+            # Neighbours come most similar first; below the threshold only the top one is read, for the log.
+            if neighbor.similarity < min(policy.min_similarity, self.config.log_floor) or (
+                    best is not None and neighbor.similarity < policy.min_similarity):
+                break
             try:
                 stored = self.store.get(neighbor.entry_id)
             except StoreUnavailable:
@@ -118,21 +122,21 @@ class Cache:
                 break
             if stored is None or self._expired(stored):
                 continue
-            decision = decide(key.prompt, Candidate(stored.entry_id, stored.prompt, neighbor.similarity), policy,
-                              self.stages)
+            candidate = Candidate(stored.entry_id, stored.prompt, neighbor.similarity)
+            decision = decide(key.prompt, candidate, policy, self.stages)
             if best is None or decision.hit:
                 best = (decision, stored)
             if decision.hit:
                 break
         timings["verify"] = (time.perf_counter() - t2) * 1000
-        top = neighbors[0].similarity if neighbors else None
         if best is None:
+            top = neighbors[0].similarity if neighbors else None
             return Lookup(Verdict.MISS, similarity=top, vector=vector, timings_ms=timings, degraded=tuple(degraded))
         decision, stored = best
-        verdict = Verdict.SEMANTIC_HIT if decision.hit else Verdict.MISS
-        response = CachedResponse(stored.entry_id, stored.response, stored.created_at) if decision.hit else None
-        return Lookup(verdict, response, decision.similarity, decision, stored.prompt, vector, timings,
-                      tuple(degraded))
+        hit = CachedResponse(stored.entry_id, stored.response, stored.created_at)
+        return Lookup(Verdict.SEMANTIC_HIT if decision.hit else Verdict.MISS, hit if decision.hit else None,
+                      decision.similarity, decision, stored.prompt, stored.entry_id, vector, timings,
+                      tuple(degraded), candidate_response=stored.response)
 
     def store_answer(self, key: CacheKey, response: dict[str, Any], vector: Vector | None = None,
                      ttl_seconds: float | None = None) -> int | None:

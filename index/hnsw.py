@@ -43,6 +43,7 @@ class SemanticIndex:
         self._index.set_ef(self.params.ef_search)
         self._context_of: dict[int, str] = {}
         self._members: dict[str, set[int]] = defaultdict(set)
+        self._max_id = 0
         self._lock = threading.RLock()
 
     def __len__(self) -> int:
@@ -55,8 +56,8 @@ class SemanticIndex:
         return len(self._members.get(context, ()))
 
     def max_id(self) -> int:
-        with self._lock:
-            return max(self._context_of, default=0)
+        """Highest id ever added (monotonic: removals do not lower it)."""
+        return self._max_id
 
     def add(self, entry_id: int, context: str, vector: Vector) -> None:
         with self._lock:
@@ -67,6 +68,7 @@ class SemanticIndex:
             self._index.add_items(np.asarray(vector, np.float32).reshape(1, -1), [entry_id])
             self._context_of[entry_id] = context
             self._members[context].add(entry_id)
+            self._max_id = max(self._max_id, entry_id)
 
     def remove(self, entry_id: int) -> None:
         with self._lock:

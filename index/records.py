@@ -75,6 +75,9 @@ class Lookup:
     similarity: float | None = None
     decision: Decision | None = None
     candidate_prompt: str | None = None
+    candidate_id: int | None = None
     vector: Vector | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
     degraded: tuple[str, ...] = ()
+    # The best candidate's stored answer (hit or not), for shadow labels.
+    candidate_response: dict[str, Any] | None = None

@@ -36,18 +36,32 @@ entries = Table(
     Index("ix_deja_entries_namespace_model", "namespace", "model"),
 )
 
+tombstones = Table(
+    "deja_tombstones",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("entry_id", Integer, nullable=False),
+    Column("exact_key", String(64), nullable=False),
+    Column("deleted_at", Float, nullable=False),
+)
+
 decisions = Table(
     "deja_decisions",
     metadata,
     Column("request_id", String(40), primary_key=True),
-    Column("namespace", String(64), nullable=False, index=True),
+    Column("namespace", String(64), nullable=False),
+    Column("model", String(200), nullable=False),
     Column("prompt", Text, nullable=False),
     Column("entry_id", Integer, nullable=True),
     Column("candidate_prompt", Text, nullable=True),
     Column("similarity", Float, nullable=False),
+    Column("min_similarity", Float, nullable=False),
     Column("stages", Text, nullable=False),
     Column("verdict", String(20), nullable=False),
+    Column("vetoed_by", String(40), nullable=True),
     Column("created_at", Float, nullable=False),
+    Index("ix_deja_decisions_namespace", "namespace"),
+    Index("ix_deja_decisions_created_at", "created_at"),
 )
 
 labels = Table(

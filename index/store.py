@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import Engine, create_engine, delete, event, func, insert, select, update
+from sqlalchemy import ColumnElement, Engine, and_, create_engine, delete, event, func, insert, select, true, update
 from sqlalchemy.engine import Row
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from index.embedder import Vector
 from index.errors import StoreUnavailable
 from index.records import CacheEntry, StoredEntry
-from index.schema import entries, metadata
+from index.schema import entries, tombstones
 
 
 @dataclass(frozen=True)
@@ -28,11 +28,21 @@ class IndexedVector:
     expires_at: float | None
 
 
+@dataclass(frozen=True)
+class Tombstone:
+    """A deleted entry, for replicas to forget it. `seq` orders tombstones (0 when not yet read back)."""
+
+    seq: int
+    entry_id: int
+    exact_key: str
+
+
 def make_engine(url: str) -> Engine:
     """Engine for `url`; SQLite files get WAL and their parent folder."""
     if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, pool_pre_ping=True, future=True)
+    connect_args = {"connect_timeout": 3} if url.startswith("postgresql") else {}
+    engine = create_engine(url, pool_pre_ping=True, connect_args=connect_args)
     if engine.dialect.name == "sqlite":
 
         @event.listens_for(engine, "connect")
@@ -68,8 +78,11 @@ class EntryStore:
         self.engine = engine
 
     def create_schema(self) -> None:
+        """Bring an empty database to this build's schema (refuses an unknown one)."""
+        from index.migrate import ensure_schema
+
         try:
-            metadata.create_all(self.engine)
+            ensure_schema(self.engine)
         except SQLAlchemyError as exc:
             raise StoreUnavailable(f"cannot create schema: {exc}") from exc
 
@@ -151,18 +164,86 @@ class EntryStore:
         except SQLAlchemyError as exc:
             raise StoreUnavailable(f"cannot record hits: {exc}") from exc
 
-    def delete(self, entry_ids: Sequence[int]) -> list[str]:
-        """Delete entries; returns their exact keys so the exact tier can drop them too."""
-        if not entry_ids:
-            return []
+    def delete(self, entry_ids: Sequence[int], at: float) -> list[Tombstone]:
+        """Delete entries and leave tombstones, so every replica drops them from its index and exact tier."""
+        return self._delete(entries.c.id.in_(list(entry_ids)), at) if entry_ids else []
+
+    def delete_where(self, at: float, namespace: str | None = None, model: str | None = None) -> list[Tombstone]:
+        """Invalidate by namespace and/or model; neither given means flush everything."""
+        condition = true()
+        if namespace is not None:
+            condition = and_(condition, entries.c.namespace == namespace)
+        if model is not None:
+            condition = and_(condition, entries.c.model == model)
+        return self._delete(condition, at)
+
+    def _delete(self, condition: ColumnElement[bool], at: float) -> list[Tombstone]:
         try:
             with self.engine.begin() as conn:
-                keys = conn.execute(select(entries.c.exact_key).where(entries.c.id.in_(entry_ids))).scalars()
-                found = [str(k) for k in keys]
-                conn.execute(delete(entries).where(entries.c.id.in_(entry_ids)))
+                rows = conn.execute(select(entries.c.id, entries.c.exact_key).where(condition)).all()
+                if not rows:
+                    return []
+                ids = [int(r.id) for r in rows]
+                for start in range(0, len(ids), 500):
+                    conn.execute(delete(entries).where(entries.c.id.in_(ids[start:start + 500])))
+                conn.execute(insert(tombstones), [
+                    {"entry_id": int(r.id), "exact_key": str(r.exact_key), "deleted_at": at} for r in rows])
         except SQLAlchemyError as exc:
             raise StoreUnavailable(f"cannot delete entries: {exc}") from exc
-        return found
+        return [Tombstone(0, int(r.id), str(r.exact_key)) for r in rows]
+
+    def tombstones_after(self, seq: int) -> list[Tombstone]:
+        query = select(tombstones).where(tombstones.c.seq > seq).order_by(tombstones.c.seq).limit(10_000)
+        try:
+            with self.engine.connect() as conn:
+                return [Tombstone(int(r.seq), int(r.entry_id), str(r.exact_key)) for r in conn.execute(query)]
+        except SQLAlchemyError as exc:
+            raise StoreUnavailable(f"cannot read tombstones: {exc}") from exc
+
+    def last_tombstone(self) -> int:
+        try:
+            with self.engine.connect() as conn:
+                return int(conn.execute(select(func.coalesce(func.max(tombstones.c.seq), 0))).scalar_one())
+        except SQLAlchemyError as exc:
+            raise StoreUnavailable(f"cannot read tombstones: {exc}") from exc
+
+    def recent_ids(self, since: float) -> list[int]:
+        """Ids created since `since`: ids commit out of order across replicas, so catch-up re-checks a window."""
+        query = select(entries.c.id).where(entries.c.created_at >= since, entries.c.vector.is_not(None))
+        try:
+            with self.engine.connect() as conn:
+                return [int(i) for i in conn.execute(query).scalars()]
+        except SQLAlchemyError as exc:
+            raise StoreUnavailable(f"cannot read recent entries: {exc}") from exc
+
+    def vectors_for(self, entry_ids: Sequence[int]) -> list[IndexedVector]:
+        query = select(entries.c.id, entries.c.context_key, entries.c.vector, entries.c.expires_at).where(
+            entries.c.id.in_(list(entry_ids)), entries.c.vector.is_not(None))
+        try:
+            with self.engine.connect() as conn:
+                rows = conn.execute(query).all()
+        except SQLAlchemyError as exc:
+            raise StoreUnavailable(f"cannot read vectors: {exc}") from exc
+        return [IndexedVector(int(r.id), str(r.context_key), np.frombuffer(r.vector, dtype=np.float32),
+                              r.expires_at) for r in rows]
+
+    def eviction_candidates(self, now: float, max_entries: int | None) -> list[int]:
+        """Expired entries, then the least recently used beyond `max_entries`."""
+        last_used = func.coalesce(entries.c.last_hit_at, entries.c.created_at)
+        try:
+            with self.engine.connect() as conn:
+                expired = [int(i) for i in conn.execute(
+                    select(entries.c.id).where(entries.c.expires_at <= now).limit(10_000)).scalars()]
+                total = int(conn.execute(select(func.count()).select_from(entries)).scalar_one()) - len(expired)
+                overflow = total - max_entries if max_entries is not None else 0
+                lru: list[int] = []
+                if overflow > 0:
+                    query = (select(entries.c.id).where(entries.c.id.not_in(expired) if expired else true())
+                             .order_by(last_used, entries.c.id).limit(overflow))
+                    lru = [int(i) for i in conn.execute(query).scalars()]
+        except SQLAlchemyError as exc:
+            raise StoreUnavailable(f"cannot select entries to evict: {exc}") from exc
+        return expired + lru
 
     def count(self) -> int:
         try:

@@ -15,6 +15,27 @@ def main() -> None:
     """Deja: a verified semantic cache in front of OpenAI-compatible LLM APIs."""
 
 
+def _check_schema(settings: object) -> None:
+    """Refuse to start on a schema this build does not know (one line, exit 1). A database that cannot be
+    reached is not fatal: the gateway starts degraded and serves from upstream."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from index.errors import SchemaMismatch
+    from index.migrate import ensure_schema
+    from index.store import make_engine
+
+    engine = make_engine(settings.sql_url)  # type: ignore[attr-defined]
+    try:
+        ensure_schema(engine)
+    except SchemaMismatch as exc:
+        typer.echo(f"deja: {exc}", err=True)
+        raise typer.Exit(1) from None
+    except SQLAlchemyError as exc:
+        typer.echo(f"deja: database unreachable, starting degraded: {type(exc).__name__}", err=True)
+    finally:
+        engine.dispose()
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Interface to bind")] = "127.0.0.1",
@@ -40,7 +61,41 @@ def serve(
     }.items() if v is not None}
     settings = Settings(**overrides)  # type: ignore[arg-type]
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    _check_schema(settings)
     uvicorn.run(create_app(settings), host=host, port=port, log_level=settings.log_level.lower())
+
+
+db_app = typer.Typer(help="Database schema (Alembic migrations).", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+
+def _engine(database_url: str | None):  # type: ignore[no-untyped-def]
+    from index.store import make_engine
+    from service.settings import Settings
+
+    settings = Settings(**({"database_url": database_url} if database_url else {}))  # type: ignore[arg-type]
+    return make_engine(settings.sql_url)
+
+
+@db_app.command("upgrade")
+def db_upgrade(
+    database_url: Annotated[str | None, typer.Option(help="DEJA_DATABASE_URL")] = None,
+    revision: Annotated[str, typer.Option(help="Target revision")] = "head",
+) -> None:
+    """Migrate the database to this build's schema."""
+    from index.migrate import current_revision, upgrade
+
+    engine = _engine(database_url)
+    upgrade(engine, revision)
+    typer.echo(f"schema at revision {current_revision(engine)}")
+
+
+@db_app.command("current")
+def db_current(database_url: Annotated[str | None, typer.Option(help="DEJA_DATABASE_URL")] = None) -> None:
+    """Print the database's schema revision and the one this build needs."""
+    from index.migrate import current_revision, head_revision
+
+    typer.echo(f"database: {current_revision(_engine(database_url)) or 'none'}  build: {head_revision()}")
 
 
 def _mount_eval() -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import random
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,19 +17,19 @@ from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from index.cache import Cache
+from index.decisions import DecisionRecord
 from index.embedder import Vector
-from index.errors import UpstreamError
 from index.keys import CacheKey, LookupMode, build_key, namespace_for
 from index.records import CachedResponse, Lookup, Verdict
 from service.errors import PayloadTooLarge, error_body
+from service.gateway_paths import CHAT_PATH
 from service.requests import CacheDirectives, bearer_token, parse_cache_control, parse_chat_body
+from service.runtime import Runtime
+from service.shadow import Labeler
 from service.sse import StreamAccumulator, replay, storable_finish
-from service.upstream import Upstream, response_headers
+from service.upstream import response_headers
 
 log = logging.getLogger("deja.gateway")
-CHAT_PATH = "/v1/chat/completions"
-
 
 @dataclass(frozen=True)
 class Exchange:
@@ -39,10 +41,15 @@ class Exchange:
     key: CacheKey
     directives: CacheDirectives
     headers: dict[str, str]
+    started: float
 
     @property
     def stream(self) -> bool:
         return bool(self.body.get("stream"))
+
+    @property
+    def storable(self) -> bool:
+        return self.key.mode is not LookupMode.BYPASS and self.directives.store
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -60,43 +67,60 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 class Gateway:
-    """Owns the cache and the upstream client for the lifetime of the app."""
+    """The request pipeline; owns nothing, everything lives in the `Runtime`."""
 
-    def __init__(self, cache: Cache, upstream: Upstream, secret: bytes, max_body_bytes: int) -> None:
-        self.cache = cache
-        self.upstream = upstream
-        self._secret = secret
-        self._max_body = max_body_bytes
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+        self.cache = runtime.cache
+        self.upstream = runtime.upstream
+        self.labeler = Labeler(runtime)
 
     async def chat(self, request: Request) -> Response:
         exchange = await self._parse(request)
         lookup = Lookup(Verdict.BYPASS)
         if exchange.key.mode is not LookupMode.BYPASS and exchange.directives.lookup:
-            lookup = await run_in_threadpool(self.cache.lookup, exchange.key)
+            policy = self.rt.thresholds.policy_for(exchange.key.namespace)
+            lookup = await run_in_threadpool(self.cache.lookup, exchange.key, policy)
+            self._observe_lookup(exchange, lookup, policy.min_similarity)
             if lookup.response is not None and self._fresh(lookup.response, exchange.directives):
                 return self._answer_from_cache(exchange, lookup, lookup.response)
-            if lookup.verdict is not Verdict.MISS:
-                lookup = Lookup(Verdict.MISS, vector=lookup.vector, similarity=lookup.similarity)
-        verdict = Verdict.MISS if self._storable(exchange) else Verdict.BYPASS
+            if lookup.response is not None:  # too old for the caller's max-age
+                lookup = dataclasses.replace(lookup, verdict=Verdict.MISS, response=None)
+        verdict = Verdict.MISS if exchange.storable else Verdict.BYPASS
+        self.rt.metrics.requests.labels(verdict.value).inc()
         headers = self._headers(exchange, lookup, verdict)
         if exchange.stream:
-            return await self._forward_stream(exchange, lookup.vector, headers)
-        return await self._forward(exchange, lookup.vector, headers)
+            return await self._forward_stream(exchange, lookup, headers)
+        return await self._forward(exchange, lookup, headers)
 
     async def _parse(self, request: Request) -> Exchange:
-        raw = await read_body(request, self._max_body)
+        started = time.perf_counter()
+        raw = await read_body(request, self.rt.settings.max_body_bytes)
         body = parse_chat_body(raw)
         directives = parse_cache_control(request.headers.get("cache-control"))
-        namespace = namespace_for(bearer_token(request.headers.get("authorization")), self._secret)
+        namespace = namespace_for(bearer_token(request.headers.get("authorization")), self.rt.secret)
         key = build_key(namespace, body)
-        return Exchange(uuid.uuid4().hex, raw, body, key, directives, dict(request.headers))
+        return Exchange(uuid.uuid4().hex, raw, body, key, directives, dict(request.headers), started)
+
+    def _observe_lookup(self, exchange: Exchange, lookup: Lookup, min_similarity: float) -> None:
+        metrics = self.rt.metrics
+        for stage, ms in lookup.timings_ms.items():
+            metrics.stage_seconds.labels(stage).observe(ms / 1000)
+        for backend in lookup.degraded:
+            metrics.degraded.labels(backend).inc()
+        decision = lookup.decision
+        if decision is None or lookup.candidate_prompt is None:
+            return
+        if decision.vetoed_by:
+            metrics.vetoes.labels(decision.vetoed_by).inc()
+        self.rt.log_decision(DecisionRecord(
+            exchange.request_id, exchange.key.namespace, exchange.key.model, exchange.key.prompt,
+            lookup.candidate_id, lookup.candidate_prompt, decision.similarity, min_similarity, decision.stages,
+            lookup.verdict.value, decision.vetoed_by, time.time()))
 
     @staticmethod
     def _fresh(response: CachedResponse, directives: CacheDirectives) -> bool:
         return directives.max_age is None or time.time() - response.created_at <= directives.max_age
-
-    def _storable(self, exchange: Exchange) -> bool:
-        return exchange.key.mode is not LookupMode.BYPASS and exchange.directives.store
 
     @staticmethod
     def _headers(exchange: Exchange, lookup: Lookup, verdict: Verdict) -> dict[str, str]:
@@ -112,51 +136,74 @@ class Gateway:
         return headers
 
     def _answer_from_cache(self, exchange: Exchange, lookup: Lookup, cached: CachedResponse) -> Response:
+        self._count_hit(exchange, lookup, cached)
         body = dict(cached.body)
         body["id"] = f"chatcmpl-deja-{uuid.uuid4().hex[:24]}"
         body["created"] = int(time.time())
         headers = self._headers(exchange, lookup, lookup.verdict)
+        if lookup.verdict is Verdict.SEMANTIC_HIT and random.random() < self.rt.settings.audit_rate:
+            self.labeler.audit(exchange.request_id, exchange.raw, exchange.headers, cached.body)
         if exchange.stream:
             include_usage = bool((exchange.body.get("stream_options") or {}).get("include_usage"))
             return StreamingResponse(_aiter(replay(body, include_usage)), media_type="text/event-stream",
                                      headers=headers)
         return Response(json.dumps(body), media_type="application/json", headers=headers)
 
-    async def _forward(self, exchange: Exchange, vector: Vector | None, headers: dict[str, str]) -> Response:
-        response = await self.upstream.send("POST", CHAT_PATH, exchange.headers, exchange.raw)
+    def _count_hit(self, exchange: Exchange, lookup: Lookup, cached: CachedResponse) -> None:
+        metrics = self.rt.metrics
+        metrics.requests.labels(lookup.verdict.value).inc()
+        metrics.request_seconds.labels(lookup.verdict.value).observe(time.perf_counter() - exchange.started)
+        self.rt.maintainer.touch(cached.entry_id)
+        tokens = (cached.body.get("usage") or {}).get("total_tokens")
+        if isinstance(tokens, int):
+            model = exchange.key.model
+            metrics.tokens_saved.labels(model).inc(tokens)
+            price = self.rt.settings.prices_per_1k_tokens.get(model)
+            if price:
+                metrics.cost_saved.labels(model).inc(tokens / 1000 * price)
+
+    async def _send(self, exchange: Exchange) -> httpx.Response:
+        started = time.perf_counter()
+        try:
+            return await self.upstream.send("POST", CHAT_PATH, exchange.headers, exchange.raw)
+        finally:
+            self.rt.metrics.stage_seconds.labels("upstream").observe(time.perf_counter() - started)
+
+    async def _forward(self, exchange: Exchange, lookup: Lookup, headers: dict[str, str]) -> Response:
+        response = await self._send(exchange)
         content = await self.upstream.read(response)
-        if response.status_code == 200 and self._storable(exchange):
+        if response.status_code == 200 and exchange.storable:
             completion = _completion(content)
             if completion is not None:
-                entry_id = await self._store(exchange, completion, vector)
+                entry_id = await self._store(exchange, completion, lookup)
                 if entry_id is not None:
                     headers["X-Deja-Entry"] = str(entry_id)
+        self.rt.metrics.request_seconds.labels("miss").observe(time.perf_counter() - exchange.started)
         return Response(content, status_code=response.status_code,
                         headers={**response_headers(response.headers), **headers})
 
-    async def _forward_stream(self, exchange: Exchange, vector: Vector | None,
-                              headers: dict[str, str]) -> Response:
-        response = await self.upstream.send("POST", CHAT_PATH, exchange.headers, exchange.raw)
+    async def _forward_stream(self, exchange: Exchange, lookup: Lookup, headers: dict[str, str]) -> Response:
+        response = await self._send(exchange)
         is_sse = response.headers.get("content-type", "").startswith("text/event-stream")
         if response.status_code != 200 or not is_sse:
             content = await self.upstream.read(response)
             return Response(content, status_code=response.status_code,
                             headers={**response_headers(response.headers), **headers})
-        return StreamingResponse(self._relay(exchange, response, vector), status_code=200,
+        return StreamingResponse(self._relay(exchange, response, lookup), status_code=200,
                                  headers={**response_headers(response.headers), **headers},
                                  media_type="text/event-stream")
 
-    async def _relay(self, exchange: Exchange, response: httpx.Response,
-                     vector: Vector | None) -> AsyncIterator[bytes]:
+    async def _relay(self, exchange: Exchange, response: httpx.Response, lookup: Lookup) -> AsyncIterator[bytes]:
         """Pass chunks through as they arrive; store only after a clean `[DONE]` (before the client sees it,
         so a request sent right after the stream ends already finds the entry)."""
         accumulator = StreamAccumulator()
+        stored = False
         try:
             async for chunk in response.aiter_bytes():
                 accumulator.feed(chunk)
-                if accumulator.done and accumulator.complete and self._storable(exchange):
-                    await self._store(exchange, accumulator.completion(), vector)
-                    accumulator = StreamAccumulator()  # stored once; later bytes are only passed through
+                if not stored and accumulator.complete and exchange.storable:
+                    stored = True
+                    await self._store(exchange, accumulator.completion(), lookup)
                 yield chunk
         except httpx.HTTPError as exc:
             log.warning("upstream stream cut (request %s): %s", exchange.request_id, type(exc).__name__)
@@ -165,10 +212,13 @@ class Gateway:
         finally:
             await response.aclose()
 
-    async def _store(self, exchange: Exchange, completion: dict[str, Any], vector: Vector | None) -> int | None:
-        ttl = exchange.directives.max_age
+    async def _store(self, exchange: Exchange, completion: dict[str, Any], lookup: Lookup) -> int | None:
+        if lookup.candidate_response is not None and lookup.decision is not None:
+            self.labeler.shadow(exchange.request_id, completion, lookup.candidate_response)
+        vector: Vector | None = lookup.vector
         try:
-            return await run_in_threadpool(self.cache.store_answer, exchange.key, completion, vector, ttl)
+            return await run_in_threadpool(self.cache.store_answer, exchange.key, completion, vector,
+                                           exchange.directives.max_age)
         except (OSError, ValueError, RuntimeError) as exc:  # a failed cache write never fails the response
             log.warning("answer not cached (request %s): %s", exchange.request_id, exc)
             return None
@@ -204,9 +254,6 @@ def _completion(content: bytes) -> dict[str, Any] | None:
     return body
 
 
-async def _aiter(chunks: Any) -> AsyncIterator[bytes]:
+async def _aiter(chunks: Iterable[bytes]) -> AsyncIterator[bytes]:
     for chunk in chunks:
         yield chunk
-
-
-__all__ = ["CHAT_PATH", "Gateway", "UpstreamError"]

@@ -33,6 +33,18 @@ class Settings(BaseSettings):
     upstream_connect_timeout: float = Field(5.0, gt=0, description="Seconds to connect to the upstream")
     upstream_read_timeout: float = Field(120.0, gt=0, description="Seconds between upstream bytes")
     upstream_max_connections: int = Field(100, ge=1, description="Connection pool size to the upstream")
+    max_entries: int | None = Field(1_000_000, ge=1, description="Entry cap; least recently used are evicted")
+    sync_interval_seconds: float = Field(0.5, gt=0, description="How often a replica catches up from SQL")
+    evict_interval_seconds: float = Field(30.0, gt=0, description="How often TTL/LRU eviction runs")
+    decision_log_floor: float = Field(0.5, ge=-1.0, le=1.0, description="Log semantic decisions from this similarity")
+    audit_rate: float = Field(0.01, ge=0.0, le=1.0, description="Share of semantic hits re-asked upstream")
+    audit_concurrency: int = Field(4, ge=1, description="Background audits in flight at most")
+    shadow_labels: bool = Field(True, description="Label near-misses by comparing the fresh answer")
+    answer_same_similarity: float = Field(0.9, ge=0, le=1, description="Answer similarity that counts as same")
+    prices_per_1k_tokens: dict[str, float] = Field(
+        default_factory=lambda: {"gpt-4o": 0.00625, "gpt-4o-mini": 0.000375, "gpt-4.1": 0.005,
+                                 "gpt-4.1-mini": 0.001, "gpt-4.1-nano": 0.00025},
+        description="USD per 1K tokens (blended) by model, for the cost-saved metric")
     embed_threads: int = Field(0, ge=0, description="Torch threads for embedding; 0 = library default")
     log_level: str = Field("info", description="Log level")
 

@@ -40,6 +40,10 @@ _ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "a.m", "p.m"})
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2,}[a-z]|[A-Z][a-z]+[A-Z]")
 _VERSION = re.compile(r"^[vV](\d+(?:\.\d+)*)$")
 _DEGREE_WORDS = frozenset({"degree", "degrees", "deg", "°"})
+# Words after which the first value is a role ("convert km TO miles", "cheaper THAN Java"): the same
+# values in swapped roles ask a different question.
+DIRECTION_MARKERS = frozenset({"to", "into", "from", "than", "in", "per"})
+MARKER_WINDOW = 3
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,14 @@ class Value:
     @property
     def key(self) -> tuple[str, str]:
         return (self.family, self.canonical)
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The value slots of a prompt, and for direction markers the first value after each."""
+
+    values: tuple[Value, ...]
+    roles: tuple[tuple[str, tuple[str, str]], ...]
 
 
 @dataclass(frozen=True)
@@ -77,6 +89,8 @@ def tokenize(text: str) -> list[Token]:
             kind = "num" if kind == "suffix" else "cur"
         group = {"dq": "quote", "sq": "quote"}.get(kind, kind)
         value = match.group(kind)
+        if group == "word" and value.endswith("'s"):
+            value = value[:-2]  # possessive: Python's -> Python
         extra = match.group("suffix") or "" if kind == "num" else match.group("amount") or ""
         tokens.append(Token(group, value, start, extra))
         start = False
@@ -99,16 +113,28 @@ class Extractor:
     def __init__(self, lexicon: Lexicon) -> None:
         self._lex = lexicon
 
-    def values(self, text: str) -> list[Value]:
+    def analyze(self, text: str) -> Analysis:
         tokens = tokenize(text)
         names_by_case = not _is_title_case(tokens)
-        out: list[Value] = []
+        values: list[Value] = []
+        roles: dict[str, tuple[str, str]] = {}
+        pending: list[tuple[str, int]] = []  # direction markers waiting for their value
         i = 0
         while i < len(tokens):
+            token = tokens[i]
+            if token.kind == "word" and token.text.lower() in DIRECTION_MARKERS:
+                pending.append((token.text.lower(), i))
+                i += 1
+                continue
             consumed, found = self._at(tokens, i, names_by_case)
-            out.extend(found)
+            if found:
+                for marker, at in pending:
+                    if i - at <= MARKER_WINDOW:
+                        roles.setdefault(marker, found[0].key)
+                pending = []
+            values.extend(found)
             i += consumed
-        return out
+        return Analysis(tuple(values), tuple(roles.items()))
 
     def _at(self, tokens: list[Token], i: int, names_by_case: bool) -> tuple[int, list[Value]]:
         token = tokens[i]
@@ -203,7 +229,7 @@ class Extractor:
             return length, [Value("number", str(value), surface, surface != "one")]
         if lower in ORDINAL_WORDS and not self._unit_follows_number(tokens, i):
             return 1, [Value("ordinal", str(ORDINAL_WORDS[lower]), token.text, False)]
-        unit = self._lex.units.get(lower) or self._lex.units.get(lower.rstrip("s"))
+        unit = self._lex.units.get(lower) or self._lex.units.get(lower.removesuffix("s"))
         if unit is not None and not unit.after_number_only:
             return 1, [Value("unit", unit.canonical, token.text, False)]
         version = _VERSION.match(token.text)
@@ -220,12 +246,14 @@ class Extractor:
         if lower in _ABBREVIATIONS or text in _NOT_NAMES or "'" in text and text.split("'")[0] in _NOT_NAMES:
             return []
         code_like = "_" in text or "." in text.strip(".") or any(c.isdigit() for c in text) or _CAMEL.search(text)
-        capital = text[0].isupper() and (not token.sentence_start or text.isupper() and len(text) > 1)
-        if code_like or (names_by_case and capital):
-            return [Value("name", lower.split("'")[0], text, True)]
+        if code_like:
+            return [Value("name", lower, text, True)]
         if "-" in text:  # a name inside a compound: Paris-based, Python-only
             parts = [p for p in text.split("-") if p]
             return [v for p in parts for v in self._name(Token("word", p, token.sentence_start), names_by_case)]
+        capital = text[0].isupper() and (not token.sentence_start or text.isupper() and len(text) > 1)
+        if names_by_case and capital:
+            return [Value("name", lower.split("'")[0], text, True)]
         return []
 
     def _entity(self, tokens: list[Token], i: int) -> tuple[Entity | None, int]:

@@ -39,6 +39,8 @@ _TAG_QUESTION = re.compile(
     r"(it|i|you|he|she|we|they|there|that)\s*\??\s*$"
 )
 
+# "sugar-free" says what "without sugar" says.
+_FREE_OF = re.compile(r"\b([a-z]+)-free\b")
 _WORD = re.compile(r"[a-z0-9]+(?:[.+#][a-z0-9+#]+)*[+#]*")
 
 # Irregular forms the suffix rules cannot reach but that matter for alignment.
@@ -106,6 +108,7 @@ def normalize(text: str) -> str:
     """Lowercase, unify apostrophes, expand contractions and drop a trailing tag question."""
     text = text.translate(_APOSTROPHES).lower().strip()
     text = _TAG_QUESTION.sub("", text)
+    text = _FREE_OF.sub(r"without \1", text)
     for pattern, replacement in _CONTRACTIONS:
         text = pattern.sub(replacement, text)
     return text

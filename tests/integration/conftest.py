@@ -38,7 +38,6 @@ def base_env(stub: StubUpstream, data_dir: Path) -> dict[str, str]:
         "DEJA_UPSTREAM_READ_TIMEOUT": "1.5",
         "DEJA_ADMIN_TOKEN": "admin-secret",
         "DEJA_LOG_LEVEL": "warning",
-        "DEJA_GUARD_POLARITY": "false", "DEJA_GUARD_VALUES": "false",  # TEMP until guards land
     }
 
 

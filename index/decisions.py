@@ -1,0 +1,193 @@
+"""Decision log and labels: every semantic decision that had a candidate above a floor, and what we later
+learned about it (feedback, shadow comparisons, audits). The raw material of `eval sweep --traffic`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from sqlalchemy import Engine, and_, func, insert, select, update
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+from index.errors import StoreUnavailable
+from index.schema import decisions, labels, thresholds
+from index.stages import StageResult
+
+
+class LabelSource(StrEnum):
+    FEEDBACK = "feedback"
+    SHADOW = "shadow"
+    AUDIT = "audit"
+    HUMAN = "human"
+
+
+@dataclass(frozen=True)
+class DecisionRecord:
+    """One semantic decision as logged."""
+
+    request_id: str
+    namespace: str
+    model: str
+    prompt: str
+    entry_id: int | None
+    candidate_prompt: str | None
+    similarity: float
+    min_similarity: float
+    stages: tuple[StageResult, ...]
+    verdict: str
+    vetoed_by: str | None
+    created_at: float
+
+
+@dataclass(frozen=True)
+class Label:
+    request_id: str
+    source: LabelSource
+    correct: bool
+    created_at: float
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class LabeledDecision:
+    """A decision with its label resolved by precedence: human > feedback > audit > shadow."""
+
+    decision: DecisionRecord
+    correct: bool
+    source: LabelSource
+
+
+_PRECEDENCE = [LabelSource.HUMAN, LabelSource.FEEDBACK, LabelSource.AUDIT, LabelSource.SHADOW]
+
+
+def _stages_json(stages: Sequence[StageResult]) -> str:
+    return json.dumps([{"stage": s.stage, "passed": s.passed, "reason": s.reason, "score": s.score}
+                       for s in stages])
+
+
+def _row_to_decision(m: object) -> DecisionRecord:
+    row = m._mapping  # type: ignore[attr-defined]
+    stages = tuple(StageResult(**s) for s in json.loads(row["stages"]))
+    return DecisionRecord(
+        row["request_id"], row["namespace"], row["model"], row["prompt"], row["entry_id"], row["candidate_prompt"],
+        float(row["similarity"]), float(row["min_similarity"]), stages, row["verdict"], row["vetoed_by"],
+        float(row["created_at"]),
+    )
+
+
+class DecisionLog:
+    """SQL access for decisions, labels and per-namespace thresholds."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def record(self, records: Sequence[DecisionRecord]) -> None:
+        if not records:
+            return
+        rows = [{
+            "request_id": r.request_id, "namespace": r.namespace, "model": r.model, "prompt": r.prompt,
+            "entry_id": r.entry_id, "candidate_prompt": r.candidate_prompt, "similarity": r.similarity,
+            "min_similarity": r.min_similarity, "stages": _stages_json(r.stages), "verdict": r.verdict,
+            "vetoed_by": r.vetoed_by, "created_at": r.created_at,
+        } for r in records]
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(insert(decisions), rows)
+        except SQLAlchemyError as exc:
+            raise StoreUnavailable(f"cannot log decisions: {exc}") from exc
+
+    def get(self, request_id: str) -> DecisionRecord | None:
+        try:
+            with self.engine.connect() as conn:
+                row = conn.execute(select(decisions).where(decisions.c.request_id == request_id)).first()
+        except SQLAlchemyError as exc:
+            raise StoreUnavailable(f"cannot read decision: {exc}") from exc
+        return None if row is None else _row_to_decision(row)
+
+    def label(self, label: Label) -> None:
+        """Record a label; the same request and source twice keeps the latest."""
+        values = {"correct": label.correct, "detail": label.detail, "created_at": label.created_at}
+        key = and_(labels.c.request_id == label.request_id, labels.c.source == label.source.value)
+        try:
+            with self.engine.begin() as conn:
+                try:
+                    with conn.begin_nested():
+                        conn.execute(insert(labels).values(request_id=label.request_id, source=label.source.value,
+                                                           **values))
+                except IntegrityError:
+                    conn.execute(update(labels).where(key).values(**values))
+        except SQLAlchemyError as exc:
+            raise StoreUnavailable(f"cannot record label: {exc}") from exc
+
+    def labels_for(self, request_id: str) -> list[Label]:
+        try:
+            with self.engine.connect() as conn:
+                rows = conn.execute(select(labels).where(labels.c.request_id == request_id)).all()
+        except SQLAlchemyError as exc:
+            raise StoreUnavailable(f"cannot read labels: {exc}") from exc
+        return [Label(r.request_id, LabelSource(r.source), bool(r.correct), float(r.created_at), r.detail)
+                for r in rows]
+
+    def labeled(self, namespace: str | None = None) -> list[LabeledDecision]:
+        """Every decision that has at least one label, with its label by precedence."""
+        query = select(decisions, labels.c.source, labels.c.correct).join(
+            labels, labels.c.request_id == decisions.c.request_id)
+        if namespace is not None:
+            query = query.where(decisions.c.namespace == namespace)
+        try:
+            with self.engine.connect() as conn:
+                rows = conn.execute(query).all()
+        except SQLAlchemyError as exc:
+            raise StoreUnavailable(f"cannot read labeled decisions: {exc}") from exc
+        best: dict[str, tuple[int, LabeledDecision]] = {}
+        for row in rows:
+            source = LabelSource(row.source)
+            rank = _PRECEDENCE.index(source)
+            if row.request_id not in best or rank < best[row.request_id][0]:
+                best[row.request_id] = (rank, LabeledDecision(_row_to_decision(row), bool(row.correct), source))
+        return [item for _, item in sorted(best.values(), key=lambda x: x[1].decision.created_at)]
+
+    def pending(self, limit: int = 20) -> list[DecisionRecord]:
+        """Decisions with a candidate and no human label yet, newest first."""
+        human = select(labels.c.request_id).where(labels.c.source == LabelSource.HUMAN.value)
+        query = (select(decisions).where(decisions.c.entry_id.is_not(None), decisions.c.request_id.not_in(human))
+                 .order_by(decisions.c.created_at.desc()).limit(limit))
+        try:
+            with self.engine.connect() as conn:
+                return [_row_to_decision(r) for r in conn.execute(query).all()]
+        except SQLAlchemyError as exc:
+            raise StoreUnavailable(f"cannot read pending decisions: {exc}") from exc
+
+    def label_counts(self) -> dict[str, dict[str, int]]:
+        """{source: {"correct": n, "wrong": n}}."""
+        query = select(labels.c.source, labels.c.correct, func.count()).group_by(labels.c.source, labels.c.correct)
+        try:
+            with self.engine.connect() as conn:
+                rows = conn.execute(query).all()
+        except SQLAlchemyError as exc:
+            raise StoreUnavailable(f"cannot count labels: {exc}") from exc
+        counts: dict[str, dict[str, int]] = {}
+        for source, correct, n in rows:
+            counts.setdefault(source, {"correct": 0, "wrong": 0})["correct" if correct else "wrong"] += int(n)
+        return counts
+
+    def set_threshold(self, namespace: str, min_similarity: float, label_count: int, at: float) -> None:
+        values = {"min_similarity": min_similarity, "labels": label_count, "updated_at": at}
+        try:
+            with self.engine.begin() as conn:
+                done = conn.execute(update(thresholds).where(thresholds.c.namespace == namespace).values(**values))
+                if done.rowcount == 0:
+                    conn.execute(insert(thresholds).values(namespace=namespace, **values))
+        except SQLAlchemyError as exc:
+            raise StoreUnavailable(f"cannot store threshold: {exc}") from exc
+
+    def thresholds(self) -> dict[str, tuple[float, int]]:
+        """{namespace: (min_similarity, labels behind it)}; namespace "*" is the deployment-wide default."""
+        try:
+            with self.engine.connect() as conn:
+                rows = conn.execute(select(thresholds)).all()
+        except SQLAlchemyError as exc:
+            raise StoreUnavailable(f"cannot read thresholds: {exc}") from exc
+        return {r.namespace: (float(r.min_similarity), int(r.labels)) for r in rows}

@@ -1,0 +1,1 @@
+"""Alembic migrations of Deja's SQL schema (`deja db upgrade`)."""

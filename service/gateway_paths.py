@@ -1,0 +1,3 @@
+"""Upstream paths Deja treats specially."""
+
+CHAT_PATH = "/v1/chat/completions"

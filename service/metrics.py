@@ -1,0 +1,34 @@
+"""Prometheus metrics, on a registry owned by the app (no global state, so tests can run several apps)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+_STAGE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter("deja_requests", "Chat requests by verdict", ["verdict"], registry=r)
+        self.stage_seconds = Histogram("deja_stage_seconds", "Time per pipeline stage",
+                                       ["stage"], buckets=_STAGE_BUCKETS, registry=r)
+        self.request_seconds = Histogram("deja_request_seconds", "Gateway time per chat request by verdict",
+                                         ["verdict"], buckets=_STAGE_BUCKETS, registry=r)
+        self.vetoes = Counter("deja_vetoes", "Semantic candidates refused, by stage", ["stage"], registry=r)
+        self.entries = Gauge("deja_entries", "Entries in the SQL store", registry=r)
+        self.indexed = Gauge("deja_indexed_entries", "Entries in this replica's HNSW index", registry=r)
+        self.evictions = Counter("deja_evictions", "Entries evicted (TTL or LRU)", registry=r)
+        self.tokens_saved = Counter("deja_tokens_saved", "Upstream tokens not spent thanks to hits",
+                                    ["model"], registry=r)
+        self.cost_saved = Counter("deja_cost_saved_usd", "Estimated upstream cost saved, from the price table",
+                                  ["model"], registry=r)
+        self.labels = Gauge("deja_labels", "Labels collected, by source and verdict", ["source", "correct"],
+                            registry=r)
+        self.false_hit_rate = Gauge("deja_estimated_false_hit_rate",
+                                    "Wrong ÷ labelled among served semantic hits (feedback, audits, human)",
+                                    registry=r)
+        self.degraded = Counter("deja_backend_failures", "Cache backend failures degraded to a miss",
+                                ["backend"], registry=r)
+        self.audits = Counter("deja_audits", "Background audits by outcome", ["outcome"], registry=r)

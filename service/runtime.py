@@ -1,0 +1,164 @@
+"""Everything a running gateway owns, built from `Settings`, and its background loop (replica catch-up,
+eviction, decision-log writes, per-namespace thresholds, label counts)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+import httpx
+from starlette.concurrency import run_in_threadpool
+
+from index.cache import Cache, CacheConfig
+from index.decision import MatchPolicy
+from index.decisions import DecisionLog, DecisionRecord
+from index.embedder import MiniLMEmbedder
+from index.errors import StoreUnavailable
+from index.exact import ExactCache, LruExactCache, RedisExactCache
+from index.hnsw import SemanticIndex
+from index.maintenance import Maintainer
+from index.stages import Stage
+from index.store import EntryStore, make_engine
+from service.metrics import Metrics
+from service.settings import Settings
+from service.upstream import Upstream
+
+log = logging.getLogger("deja.runtime")
+
+
+def build_stages(settings: Settings) -> tuple[Stage, ...]:
+    if not (settings.guard_polarity or settings.guard_values):
+        return ()
+    from index.guards import rule_stages
+
+    return rule_stages(polarity=settings.guard_polarity, values=settings.guard_values)
+
+
+def build_upstream(settings: Settings, transport: httpx.AsyncBaseTransport | None = None) -> Upstream:
+    timeout = httpx.Timeout(connect=settings.upstream_connect_timeout, read=settings.upstream_read_timeout,
+                            write=30.0, pool=10.0)
+    limits = httpx.Limits(max_connections=settings.upstream_max_connections,
+                          max_keepalive_connections=settings.upstream_max_connections)
+    return Upstream(settings.upstream_url, timeout, limits, transport)
+
+
+@dataclass
+class Thresholds:
+    """Per-namespace thresholds applied with `eval sweep --traffic --apply`; "*" is the deployment default."""
+
+    default: float
+    by_namespace: dict[str, tuple[float, int]] = field(default_factory=dict)
+
+    def policy_for(self, namespace: str) -> MatchPolicy:
+        chosen = self.by_namespace.get(namespace) or self.by_namespace.get("*")
+        return MatchPolicy(chosen[0] if chosen else self.default)
+
+
+class Runtime:
+    """Built once in the app's lifespan; `close()` releases it."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.metrics = Metrics()
+        exact: ExactCache = (RedisExactCache(settings.redis_url) if settings.redis_url
+                             else LruExactCache(settings.exact_max_items))
+        engine = make_engine(settings.sql_url)
+        store = EntryStore(engine)
+        self.embedder = MiniLMEmbedder(threads=settings.embed_threads or None)
+        config = CacheConfig(MatchPolicy(settings.min_similarity), settings.ttl_seconds, settings.candidates,
+                             settings.decision_log_floor)
+        self.cache = Cache(exact, store, SemanticIndex(self.embedder.dim), self.embedder, config,
+                           build_stages(settings))
+        self.maintainer = Maintainer(self.cache, settings.max_entries)
+        self.decisions = DecisionLog(engine)
+        self.thresholds = Thresholds(settings.min_similarity)
+        self.upstream = build_upstream(settings)
+        self.secret = settings.secret_bytes()
+        self._pending: list[DecisionRecord] = []
+        self._pending_lock = threading.Lock()
+        self._started = False
+        self._task: asyncio.Task[None] | None = None
+        self.audit_slots = asyncio.Semaphore(settings.audit_concurrency)
+        self.background: set[asyncio.Task[None]] = set()
+
+    def start(self) -> None:
+        try:
+            self.cache.store.create_schema()
+            added = self.maintainer.start()
+            self._started = True
+            log.info("index warmed with %d entries", added)
+        except StoreUnavailable as exc:
+            log.error("entry store unavailable at start-up, serving degraded: %s", exc)
+        self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    def log_decision(self, record: DecisionRecord) -> None:
+        with self._pending_lock:
+            self._pending.append(record)
+
+    def spawn(self, coro: object) -> None:
+        """Run a background coroutine, keeping a reference so it is not garbage-collected mid-flight."""
+        task = asyncio.get_running_loop().create_task(coro)  # type: ignore[arg-type]
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
+    def flush_decisions(self) -> None:
+        with self._pending_lock:
+            batch, self._pending = self._pending, []
+        try:
+            self.decisions.record(batch)
+        except StoreUnavailable as exc:
+            log.warning("dropped %d decision-log records: %s", len(batch), exc)
+
+    def tick(self, evict: bool) -> None:
+        """One round of upkeep, in a worker thread."""
+        self.flush_decisions()
+        if not self._started:
+            self.maintainer.start()
+            self._started = True
+        self.maintainer.sync()
+        if evict:
+            self.metrics.evictions.inc(self.maintainer.evict())
+            self._label_metrics()
+        self.thresholds.by_namespace = self.decisions.thresholds()
+        self.metrics.indexed.set(len(self.cache.index))
+
+    def _label_metrics(self) -> None:
+        counts = self.decisions.label_counts()
+        judged = wrong = 0
+        for source, tally in counts.items():
+            for verdict, n in tally.items():
+                self.metrics.labels.labels(source, verdict).set(n)
+            if source != "shadow":  # shadows judge near-misses, not served hits
+                judged += tally["correct"] + tally["wrong"]
+                wrong += tally["wrong"]
+        self.metrics.false_hit_rate.set(wrong / judged if judged else 0.0)
+        try:
+            self.metrics.entries.set(self.cache.store.count())
+        except StoreUnavailable:
+            pass
+
+    async def _loop(self) -> None:
+        last_evict = 0.0
+        while True:
+            await asyncio.sleep(self.settings.sync_interval_seconds)
+            evict = time.monotonic() - last_evict >= self.settings.evict_interval_seconds
+            try:
+                await run_in_threadpool(self.tick, evict)
+                if evict:
+                    last_evict = time.monotonic()
+            except StoreUnavailable as exc:
+                log.warning("upkeep skipped, store unavailable: %s", exc)
+            except Exception:  # the loop must survive anything; the next tick retries
+                log.exception("upkeep failed")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        for task in list(self.background):
+            task.cancel()
+        await run_in_threadpool(self.flush_decisions)
+        await self.upstream.aclose()
+        self.cache.store.engine.dispose()
