@@ -170,7 +170,7 @@ class EntryStore:
 
     def delete_where(self, at: float, namespace: str | None = None, model: str | None = None) -> list[Tombstone]:
         """Invalidate by namespace and/or model; neither given means flush everything."""
-        condition = true()
+        condition: ColumnElement[bool] = true()
         if namespace is not None:
             condition = and_(condition, entries.c.namespace == namespace)
         if model is not None:

@@ -13,6 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from service import errors
 from service.admin import admin_router, feedback_router
 from service.gateway import Gateway
+from service.label_page import label_router
 from service.runtime import Runtime
 from service.settings import Settings
 
@@ -43,6 +44,7 @@ def create_app(settings: Settings) -> FastAPI:
     errors.install(app)
     app.include_router(feedback_router)
     app.include_router(admin_router)
+    app.include_router(label_router)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:

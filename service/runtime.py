@@ -4,10 +4,13 @@ eviction, decision-log writes, per-namespace thresholds, label counts)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 from starlette.concurrency import run_in_threadpool
@@ -98,9 +101,9 @@ class Runtime:
         with self._pending_lock:
             self._pending.append(record)
 
-    def spawn(self, coro: object) -> None:
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run a background coroutine, keeping a reference so it is not garbage-collected mid-flight."""
-        task = asyncio.get_running_loop().create_task(coro)  # type: ignore[arg-type]
+        task = asyncio.get_running_loop().create_task(coro)
         self.background.add(task)
         task.add_done_callback(self.background.discard)
 
@@ -135,10 +138,8 @@ class Runtime:
                 judged += tally["correct"] + tally["wrong"]
                 wrong += tally["wrong"]
         self.metrics.false_hit_rate.set(wrong / judged if judged else 0.0)
-        try:
+        with contextlib.suppress(StoreUnavailable):
             self.metrics.entries.set(self.cache.store.count())
-        except StoreUnavailable:
-            pass
 
     async def _loop(self) -> None:
         last_evict = 0.0

@@ -40,7 +40,7 @@ class Settings(BaseSettings):
     audit_rate: float = Field(0.01, ge=0.0, le=1.0, description="Share of semantic hits re-asked upstream")
     audit_concurrency: int = Field(4, ge=1, description="Background audits in flight at most")
     shadow_labels: bool = Field(True, description="Label near-misses by comparing the fresh answer")
-    answer_same_similarity: float = Field(0.9, ge=0, le=1, description="Answer similarity that counts as same")
+    answer_same_similarity: float = Field(0.95, ge=0, le=1, description="Answer similarity that counts as same")
     prices_per_1k_tokens: dict[str, float] = Field(
         default_factory=lambda: {"gpt-4o": 0.00625, "gpt-4o-mini": 0.000375, "gpt-4.1": 0.005,
                                  "gpt-4.1-mini": 0.001, "gpt-4.1-nano": 0.00025},
