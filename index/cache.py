@@ -10,13 +10,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from index.conversation import context_stages
 from index.decision import Candidate, Decision, MatchPolicy, decide
-from index.embedder import Embedder, Vector
+from index.embedder import Embedder
 from index.errors import StoreUnavailable
 from index.exact import ExactCache
 from index.hnsw import SemanticIndex
 from index.keys import CacheKey, LookupMode
-from index.records import CachedResponse, CacheEntry, Lookup, StoredEntry, Verdict
+from index.records import CachedResponse, CacheEntry, Lookup, QueryVectors, StoredEntry, Verdict
 from index.stages import Stage
 from index.store import EntryStore
 
@@ -53,6 +56,7 @@ class Cache:
         self.embedder = embedder
         self.config = config
         self.stages = tuple(stages)
+        self.context_stages = context_stages(self.stages)
         self.clock = clock
 
     def warm(self) -> int:
@@ -63,7 +67,7 @@ class Cache:
             if item.expires_at is not None and item.expires_at <= now:
                 continue
             if item.vector.shape[0] == self.index.dim:
-                self.index.add(item.entry_id, item.context_key, item.vector)
+                self.index.add(item.entry_id, item.scope, item.vector)
                 added += 1
         return added
 
@@ -78,7 +82,7 @@ class Cache:
         timings["exact"] = (time.perf_counter() - started) * 1000
         if exact is not None:
             return Lookup(Verdict.EXACT_HIT, exact, similarity=1.0, timings_ms=timings, degraded=tuple(degraded))
-        if key.mode is not LookupMode.FULL or self.index.count(key.context) == 0:
+        if key.mode is not LookupMode.FULL or self.index.count(key.scope) == 0:
             return Lookup(Verdict.MISS, timings_ms=timings, degraded=tuple(degraded))
         return self._semantic(key, policy or self.config.policy, timings, degraded)
 
@@ -102,18 +106,28 @@ class Cache:
         self._put_exact(key.exact, found)
         return found
 
+    def embed_request(self, key: CacheKey) -> QueryVectors:
+        """One embedding call per request: the last message, plus the relevant context for conversations."""
+        if key.context_text is None:
+            prompt = self.embedder.embed([key.prompt])[0]
+            return QueryVectors(prompt, prompt, None)
+        prompt, context = self.embedder.embed([key.prompt, key.context_text or " "])
+        combined = prompt + context
+        combined = combined / max(float(np.linalg.norm(combined)), 1e-12)
+        return QueryVectors(combined.astype(np.float32), prompt, context)
+
     def _semantic(self, key: CacheKey, policy: MatchPolicy, timings: dict[str, float], degraded: list[str]) -> Lookup:
         t0 = time.perf_counter()
-        vector = self.embedder.embed([key.prompt])[0]
+        vectors = self.embed_request(key)
         t1 = time.perf_counter()
-        neighbors = self.index.search(vector, key.context, k=self.config.candidates)
+        neighbors = self.index.search(vectors.index, key.scope, k=self.config.candidates)
         t2 = time.perf_counter()
         timings.update(embed=(t1 - t0) * 1000, search=(t2 - t1) * 1000)
         best: tuple[Decision, StoredEntry] | None = None
+        floor = min(policy.min_similarity, self.config.log_floor)
         for neighbor in neighbors:
             # Neighbours come most similar first; below the threshold only the top one is read, for the log.
-            if neighbor.similarity < min(policy.min_similarity, self.config.log_floor) or (
-                    best is not None and neighbor.similarity < policy.min_similarity):
+            if neighbor.similarity < floor or (best is not None and neighbor.similarity < policy.min_similarity):
                 break
             try:
                 stored = self.store.get(neighbor.entry_id)
@@ -122,8 +136,8 @@ class Cache:
                 break
             if stored is None or self._expired(stored):
                 continue
-            candidate = Candidate(stored.entry_id, stored.prompt, neighbor.similarity)
-            decision = decide(key.prompt, candidate, policy, self.stages)
+            decision = decide(key.prompt, self._candidate(stored, neighbor.similarity, vectors), policy,
+                              self.stages, key.context_text, self.context_stages)
             if best is None or decision.hit:
                 best = (decision, stored)
             if decision.hit:
@@ -131,27 +145,40 @@ class Cache:
         timings["verify"] = (time.perf_counter() - t2) * 1000
         if best is None:
             top = neighbors[0].similarity if neighbors else None
-            return Lookup(Verdict.MISS, similarity=top, vector=vector, timings_ms=timings, degraded=tuple(degraded))
+            return Lookup(Verdict.MISS, similarity=top, vector=vectors, timings_ms=timings, degraded=tuple(degraded))
         decision, stored = best
         hit = CachedResponse(stored.entry_id, stored.response, stored.created_at)
         return Lookup(Verdict.SEMANTIC_HIT if decision.hit else Verdict.MISS, hit if decision.hit else None,
-                      decision.similarity, decision, stored.prompt, stored.entry_id, vector, timings,
+                      decision.similarity, decision, stored.prompt, stored.entry_id, vectors, timings,
                       tuple(degraded), candidate_response=stored.response)
 
-    def store_answer(self, key: CacheKey, response: dict[str, Any], vector: Vector | None = None,
+    @staticmethod
+    def _candidate(stored: StoredEntry, similarity: float, query: QueryVectors) -> Candidate:
+        """For conversations the index ranks by the combined vector; the rule compares the parts."""
+        if query.context is None or stored.prompt_vector is None or stored.context_vector is None:
+            return Candidate(stored.entry_id, stored.prompt, similarity)
+        return Candidate(stored.entry_id, stored.prompt, float(query.prompt @ stored.prompt_vector),
+                         stored.context_text or "", float(query.context @ stored.context_vector))
+
+    def store_answer(self, key: CacheKey, response: dict[str, Any], vectors: QueryVectors | None = None,
                      ttl_seconds: float | None = None) -> int | None:
         """Record a complete upstream answer. Returns the entry id, or None when the store is down."""
         if key.mode is LookupMode.BYPASS:
             return None
         semantic = key.mode is LookupMode.FULL
-        if semantic and vector is None:
-            vector = self.embedder.embed([key.prompt])[0]
+        if semantic and vectors is None:
+            vectors = self.embed_request(key)
         now = self.clock()
         ttl = ttl_seconds if ttl_seconds is not None else self.config.ttl_seconds
+        conversation = semantic and vectors is not None and vectors.context is not None
         entry = CacheEntry(
             namespace=key.namespace, exact_key=key.exact, context_key=key.context, model=key.model,
-            prompt=key.prompt, response=response, vector=vector if semantic else None, created_at=now,
-            expires_at=None if ttl is None else now + ttl,
+            prompt=key.prompt, response=response, vector=vectors.index if semantic and vectors else None,
+            created_at=now, expires_at=None if ttl is None else now + ttl,
+            scope_key=key.scope if conversation else None,
+            prompt_vector=vectors.prompt if conversation and vectors else None,
+            context_vector=vectors.context if conversation and vectors else None,
+            context_text=key.context_text if conversation else None,
         )
         try:
             entry_id = self.store.add(entry)
@@ -159,8 +186,8 @@ class Cache:
             log.warning("answer not cached, entry store unavailable: %s", exc)
             return None
         self._put_exact(key.exact, CachedResponse(entry_id, response, now), ttl)
-        if semantic and vector is not None:
-            self.index.add(entry_id, key.context, vector)
+        if semantic and vectors is not None:
+            self.index.add(entry_id, key.scope, vectors.index)
         return entry_id
 
     def _put_exact(self, exact_key: str, value: CachedResponse, ttl: float | None = None) -> None:

@@ -13,8 +13,17 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from index.conversation import has_question, relevant_context
+
 # Fields that never change the answer (transport, attribution, storage flags).
 IGNORED_FIELDS = frozenset({"stream", "stream_options", "user", "store", "metadata", "service_tier"})
+
+
+class ContextMatch(StrEnum):
+    """How earlier turns must match for a semantic hit."""
+
+    EXACT = "exact"  # system prompt and every earlier turn byte-identical
+    SEMANTIC = "semantic"  # relevant earlier context compared by meaning and verified
 
 
 class LookupMode(StrEnum):
@@ -37,6 +46,11 @@ class CacheKey:
     prompt: str
     mode: LookupMode
     mode_reason: str = ""
+    # Entries the semantic tier may compare with: `context` for exact-context matching, or a wider scope
+    # (namespace, parameters, system prompt) for multi-turn requests matched by meaning.
+    scope: str = ""
+    # Relevant earlier context of a multi-turn request matched by meaning; None for single-turn requests.
+    context_text: str | None = None
 
 
 def namespace_for(api_key: str | None, secret: bytes) -> str:
@@ -81,18 +95,32 @@ def _mode_for(body: dict[str, Any], messages: list[dict[str, Any]]) -> tuple[Loo
     last = messages[-1] if messages else {}
     if last.get("role") != "user":
         return LookupMode.EXACT_ONLY, f"last message is {last.get('role', 'missing')}"
-    if not (_text_of(last.get("content")) or "").strip():
-        return LookupMode.EXACT_ONLY, "empty last message"
+    if not has_question(_text_of(last.get("content")) or ""):
+        return LookupMode.EXACT_ONLY, "no question of its own"
     return LookupMode.FULL, ""
 
 
-def build_key(namespace: str, body: dict[str, Any]) -> CacheKey:
+def _uses_tools(messages: list[dict[str, Any]]) -> bool:
+    return any(m.get("role") in ("tool", "function") or m.get("tool_calls") or m.get("function_call")
+               for m in messages)
+
+
+def build_key(namespace: str, body: dict[str, Any], context_match: ContextMatch = ContextMatch.SEMANTIC) -> CacheKey:
     """Key a validated chat-completions body. Pure: same body, same key, whatever the key order."""
     params = {k: v for k, v in body.items() if k not in IGNORED_FIELDS and k != "messages" and v is not None}
     messages: list[dict[str, Any]] = list(body.get("messages") or [])
     canon_params = canonical_json(params)
     exact = _digest("exact", namespace, canon_params, canonical_json(messages))
-    context = _digest("context", namespace, canon_params, canonical_json(messages[:-1]))
+    earlier = messages[:-1]
+    context = _digest("context", namespace, canon_params, canonical_json(earlier))
     mode, reason = _mode_for(body, messages)
     prompt = _text_of(messages[-1].get("content")) if messages else ""
-    return CacheKey(namespace, exact, context, str(body.get("model", "")), prompt or "", mode, reason)
+    scope, context_text = context, None
+    dialogue = [m for m in earlier if m.get("role") not in ("system", "developer")]
+    # Tool results are data the answer depends on: conversations with tools keep exact-context matching.
+    if dialogue and context_match is ContextMatch.SEMANTIC and not _uses_tools(messages):
+        system = [m for m in earlier if m.get("role") in ("system", "developer")]
+        scope = _digest("scope", namespace, canon_params, canonical_json(system), "multi-turn")
+        context_text = relevant_context(dialogue, prompt or "")
+    return CacheKey(namespace, exact, context, str(body.get("model", "")), prompt or "", mode, reason, scope,
+                    context_text)

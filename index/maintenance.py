@@ -52,7 +52,7 @@ class Maintainer:
         added = self.cache.warm()
         recent = [i for i in self.cache.store.recent_ids(self.clock() - self.RECENT_WINDOW_SECONDS) if i not in index]
         for item in self.cache.store.vectors_for(recent) if recent else []:
-            index.add(item.entry_id, item.context_key, item.vector)
+            index.add(item.entry_id, item.scope, item.vector)
             added += 1
         stones = self.cache.store.tombstones_after(self._tombstone_seq)
         if stones:

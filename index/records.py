@@ -41,6 +41,11 @@ class CacheEntry:
     vector: Vector | None
     created_at: float
     expires_at: float | None = None
+    # Multi-turn entries matched by meaning: their scope, last-message and context vectors, context text.
+    scope_key: str | None = None
+    prompt_vector: Vector | None = None
+    context_vector: Vector | None = None
+    context_text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,9 @@ class StoredEntry:
     created_at: float
     expires_at: float | None
     hits: int = 0
+    prompt_vector: Vector | None = None
+    context_vector: Vector | None = None
+    context_text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,15 @@ class Neighbor:
 
     entry_id: int
     similarity: float
+
+
+@dataclass(frozen=True)
+class QueryVectors:
+    """A request's embeddings: what the index searches by, and the parts the decision rule compares."""
+
+    index: Vector
+    prompt: Vector
+    context: Vector | None
 
 
 @dataclass(frozen=True)
@@ -76,7 +93,8 @@ class Lookup:
     decision: Decision | None = None
     candidate_prompt: str | None = None
     candidate_id: int | None = None
-    vector: Vector | None = None
+    # The request's embeddings when computed, for reuse on store.
+    vector: QueryVectors | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
     degraded: tuple[str, ...] = ()
     # The best candidate's stored answer (hit or not), for shadow labels.

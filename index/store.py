@@ -23,7 +23,7 @@ class IndexedVector:
     """What the HNSW index needs of an entry to rebuild itself."""
 
     entry_id: int
-    context_key: str
+    scope: str
     vector: Vector
     expires_at: float | None
 
@@ -56,6 +56,17 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+def _vector(raw: object) -> Vector | None:
+    return None if raw is None else np.frombuffer(raw, dtype=np.float32)  # type: ignore[call-overload]
+
+
+def _blob(vector: Vector | None) -> bytes | None:
+    return None if vector is None else np.asarray(vector, np.float32).tobytes()
+
+
+_SCOPE = func.coalesce(entries.c.scope_key, entries.c.context_key).label("scope")
+
+
 def _row_to_entry(row: Row[tuple[object, ...]]) -> StoredEntry:
     m = row._mapping
     return StoredEntry(
@@ -68,6 +79,9 @@ def _row_to_entry(row: Row[tuple[object, ...]]) -> StoredEntry:
         created_at=float(m["created_at"]),
         expires_at=None if m["expires_at"] is None else float(m["expires_at"]),
         hits=int(m["hits"] or 0),
+        prompt_vector=_vector(m["prompt_vector"]),
+        context_vector=_vector(m["context_vector"]),
+        context_text=None if m["context_text"] is None else str(m["context_text"]),
     )
 
 
@@ -94,7 +108,11 @@ class EntryStore:
             "context_key": entry.context_key,
             "model": entry.model,
             "prompt": entry.prompt,
-            "vector": None if entry.vector is None else np.asarray(entry.vector, np.float32).tobytes(),
+            "vector": _blob(entry.vector),
+            "scope_key": entry.scope_key,
+            "prompt_vector": _blob(entry.prompt_vector),
+            "context_vector": _blob(entry.context_vector),
+            "context_text": entry.context_text,
             "response": json.dumps(entry.response, separators=(",", ":")),
             "created_at": entry.created_at,
             "expires_at": entry.expires_at,
@@ -132,7 +150,7 @@ class EntryStore:
         last = after_id
         while True:
             query = (
-                select(entries.c.id, entries.c.context_key, entries.c.vector, entries.c.expires_at)
+                select(entries.c.id, _SCOPE, entries.c.vector, entries.c.expires_at)
                 .where(entries.c.id > last, entries.c.vector.is_not(None))
                 .order_by(entries.c.id)
                 .limit(batch)
@@ -144,7 +162,7 @@ class EntryStore:
                 raise StoreUnavailable(f"cannot read vectors: {exc}") from exc
             for row in rows:
                 yield IndexedVector(
-                    int(row.id), str(row.context_key), np.frombuffer(row.vector, dtype=np.float32), row.expires_at
+                    int(row.id), str(row.scope), np.frombuffer(row.vector, dtype=np.float32), row.expires_at
                 )
             if len(rows) < batch:
                 return
@@ -217,14 +235,14 @@ class EntryStore:
             raise StoreUnavailable(f"cannot read recent entries: {exc}") from exc
 
     def vectors_for(self, entry_ids: Sequence[int]) -> list[IndexedVector]:
-        query = select(entries.c.id, entries.c.context_key, entries.c.vector, entries.c.expires_at).where(
+        query = select(entries.c.id, _SCOPE, entries.c.vector, entries.c.expires_at).where(
             entries.c.id.in_(list(entry_ids)), entries.c.vector.is_not(None))
         try:
             with self.engine.connect() as conn:
                 rows = conn.execute(query).all()
         except SQLAlchemyError as exc:
             raise StoreUnavailable(f"cannot read vectors: {exc}") from exc
-        return [IndexedVector(int(r.id), str(r.context_key), np.frombuffer(r.vector, dtype=np.float32),
+        return [IndexedVector(int(r.id), str(r.scope), np.frombuffer(r.vector, dtype=np.float32),
                               r.expires_at) for r in rows]
 
     def eviction_candidates(self, now: float, max_entries: int | None) -> list[int]:

@@ -18,9 +18,8 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from index.decisions import DecisionRecord
-from index.embedder import Vector
 from index.keys import CacheKey, LookupMode, build_key, namespace_for
-from index.records import CachedResponse, Lookup, Verdict
+from index.records import CachedResponse, Lookup, QueryVectors, Verdict
 from service.errors import PayloadTooLarge, error_body
 from service.gateway_paths import CHAT_PATH
 from service.requests import CacheDirectives, bearer_token, parse_cache_control, parse_chat_body
@@ -99,7 +98,7 @@ class Gateway:
         body = parse_chat_body(raw)
         directives = parse_cache_control(request.headers.get("cache-control"))
         namespace = namespace_for(bearer_token(request.headers.get("authorization")), self.rt.secret)
-        key = build_key(namespace, body)
+        key = build_key(namespace, body, self.rt.settings.context_match)
         return Exchange(uuid.uuid4().hex, raw, body, key, directives, dict(request.headers), started)
 
     def _observe_lookup(self, exchange: Exchange, lookup: Lookup, min_similarity: float) -> None:
@@ -215,7 +214,7 @@ class Gateway:
     async def _store(self, exchange: Exchange, completion: dict[str, Any], lookup: Lookup) -> int | None:
         if lookup.candidate_response is not None and lookup.decision is not None:
             self.labeler.shadow(exchange.request_id, completion, lookup.candidate_response)
-        vector: Vector | None = lookup.vector
+        vector: QueryVectors | None = lookup.vector
         try:
             return await run_in_threadpool(self.cache.store_answer, exchange.key, completion, vector,
                                            exchange.directives.max_age)

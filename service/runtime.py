@@ -53,11 +53,12 @@ class Thresholds:
     """Per-namespace thresholds applied with `eval sweep --traffic --apply`; "*" is the deployment default."""
 
     default: float
+    context_default: float
     by_namespace: dict[str, tuple[float, int]] = field(default_factory=dict)
 
     def policy_for(self, namespace: str) -> MatchPolicy:
         chosen = self.by_namespace.get(namespace) or self.by_namespace.get("*")
-        return MatchPolicy(chosen[0] if chosen else self.default)
+        return MatchPolicy(chosen[0] if chosen else self.default, self.context_default)
 
 
 class Runtime:
@@ -71,13 +72,13 @@ class Runtime:
         engine = make_engine(settings.sql_url)
         store = EntryStore(engine)
         self.embedder = MiniLMEmbedder(threads=settings.embed_threads or None)
-        config = CacheConfig(MatchPolicy(settings.min_similarity), settings.ttl_seconds, settings.candidates,
-                             settings.decision_log_floor)
+        config = CacheConfig(MatchPolicy(settings.min_similarity, settings.min_context_similarity),
+                             settings.ttl_seconds, settings.candidates, settings.decision_log_floor)
         self.cache = Cache(exact, store, SemanticIndex(self.embedder.dim), self.embedder, config,
                            build_stages(settings))
         self.maintainer = Maintainer(self.cache, settings.max_entries)
         self.decisions = DecisionLog(engine)
-        self.thresholds = Thresholds(settings.min_similarity)
+        self.thresholds = Thresholds(settings.min_similarity, settings.min_context_similarity)
         self.upstream = build_upstream(settings)
         self.secret = settings.secret_bytes()
         self._pending: list[DecisionRecord] = []

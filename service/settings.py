@@ -8,6 +8,9 @@ from pathlib import Path
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from index.decision import DEFAULT_MIN_CONTEXT_SIMILARITY
+from index.keys import ContextMatch
+
 # Chosen by `python -m eval sweep` on datasets/pairs-dev.jsonl; see README "How the threshold was chosen".
 DEFAULT_MIN_SIMILARITY = 0.80
 
@@ -22,6 +25,11 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(None, description="Redis URL for the shared exact tier; default in-process LRU")
     data_dir: Path = Field(Path(".deja"), description="Folder for the SQLite file and the generated secret")
     min_similarity: float = Field(DEFAULT_MIN_SIMILARITY, ge=-1.0, le=1.0, description="Cosine similarity floor")
+    min_context_similarity: float = Field(
+        DEFAULT_MIN_CONTEXT_SIMILARITY, ge=-1.0, le=1.0,
+        description="Cosine similarity floor between the relevant earlier contexts of two conversations")
+    context_match: ContextMatch = Field(
+        ContextMatch.SEMANTIC, description="Earlier turns: 'semantic' (relevant context by meaning) or 'exact'")
     candidates: int = Field(3, ge=1, le=50, description="Nearest neighbours verified per semantic lookup")
     guard_polarity: bool = Field(True, description="Veto candidates that differ by a negation or reversal")
     guard_values: bool = Field(True, description="Veto candidates that differ in a number, name or other value")

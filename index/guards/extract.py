@@ -10,26 +10,38 @@ import re
 from dataclasses import dataclass
 
 from index.guards.lexicon import Entity, Lexicon
-from index.guards.numbers import ORDINAL_WORDS, SCALES, parse_digits, parse_words, scaled
+from index.guards.numbers import (
+    NUMBER_WORDS,
+    ORDINAL_WORDS,
+    SCALES,
+    canonical,
+    parse_digits,
+    parse_words,
+    scaled,
+)
 
 # Families: a missing or extra value vetoes for strong values; weak values veto only when both prompts
 # have an unmatched value of the same family (annual vs monthly; "one" vs "two").
-WEAK_ENTITY_KINDS = frozenset({"plan", "reldate", "season"})
+# Tools and platforms (docker, Linux, SQL) are often left implicit by a paraphrase: weak too.
+WEAK_ENTITY_KINDS = frozenset({"plan", "reldate", "season", "tech"})
+# Named times of day.
+_CLOCK_WORDS = {"midnight": "00:00", "noon": "12:00", "midday": "12:00"}
 
 _TOKEN = re.compile(
     r"""
     `(?P<code>[^`]+)`
     | [\"“”](?P<dq>[^\"“”\n]{1,80})[\"“”]
     | (?<![\w'])'(?P<sq>[^'\n]{1,60})'(?![\w'])
-    | (?P<url>https?://\S+|www\.\S+|[\w.+-]+@[\w-]+\.[\w.]+)
+    | (?P<url>(?:https?://|www\.)[^\s)\]}>\"']*[^\s)\]}>\"'.,;:?!]|[\w.+-]+@[\w-]+\.\w+(?:\.\w+)*)
     | (?P<time>\b\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\b\.?)?|\b\d{1,2}\s*[ap]\.?m\b\.?)
     | (?P<date>\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b)
     | (?<![\w-])(?P<flag>--?[A-Za-z][\w-]*)
     | (?<![\w.])(?P<path>(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)*)
     | (?P<cur>[$€£¥₹₩₽₺])\s?(?P<amount>\d[\d,]*(?:\.\d+)?)
-    | (?P<num>\d[\d,]*(?:\.\d+)*)(?P<suffix>[A-Za-z°%℃℉µ²]+)?
+    | (?P<num>(?:(?<![\w)])[-−](?=\d))?\d+(?:,\d{3})*(?:\.\d+)*)(?P<suffix>[A-Za-z°%℃℉µ²]+)?
     | (?P<word>[A-Za-z_][\w']*(?:[.+#-][\w+#]+)*[+#]*)
-    | (?P<sym>[%°$€£¥₹])
+    | (?P<sym>°[CFcf](?![a-z])|[%°$€£¥₹℃℉])
+    | (?<!\S)(?P<op>[-+*/^=×÷−])(?!\S)|(?P<op2>(?<=\w)[+*^=×÷](?=\w))
     | (?P<stop>[.!?:;\n(\[])
     """,
     re.VERBOSE,
@@ -39,10 +51,11 @@ _NOT_NAMES = frozenset({"I", "I'm", "I've", "I'd", "I'll", "OK", "Ok", "Mr", "Mr
 _ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "a.m", "p.m"})
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2,}[a-z]|[A-Z][a-z]+[A-Z]")
 _VERSION = re.compile(r"^[vV](\d+(?:\.\d+)*)$")
+_ACRONYM = re.compile(r"^[A-Z]{2,6}s?$")
 _DEGREE_WORDS = frozenset({"degree", "degrees", "deg", "°"})
 # Words after which the first value is a role ("convert km TO miles", "cheaper THAN Java"): the same
 # values in swapped roles ask a different question.
-DIRECTION_MARKERS = frozenset({"to", "into", "from", "than", "in", "per"})
+DIRECTION_MARKERS = frozenset({"to", "into", "from", "than", "in", "per", "by"})
 MARKER_WINDOW = 3
 
 
@@ -54,6 +67,9 @@ class Value:
     canonical: str
     surface: str
     strong: bool
+    # where it came from: "list" (a category list), "case" (capitalisation), "acronym", "code",
+    # "quote" or "number"; only for rules that trust some sources more than others
+    source: str = "number"
 
     @property
     def key(self) -> tuple[str, str]:
@@ -65,7 +81,7 @@ class Analysis:
     """The value slots of a prompt, and for direction markers the first value after each."""
 
     values: tuple[Value, ...]
-    roles: tuple[tuple[str, tuple[str, str]], ...]
+    roles: tuple[tuple[str, Value], ...]
 
 
 @dataclass(frozen=True)
@@ -87,7 +103,7 @@ def tokenize(text: str) -> list[Token]:
             continue
         if kind in {"suffix", "amount"}:
             kind = "num" if kind == "suffix" else "cur"
-        group = {"dq": "quote", "sq": "quote"}.get(kind, kind)
+        group = {"dq": "quote", "sq": "quote", "op2": "op"}.get(kind, kind)
         value = match.group(kind)
         if group == "word" and value.endswith("'s"):
             value = value[:-2]  # possessive: Python's -> Python
@@ -117,7 +133,7 @@ class Extractor:
         tokens = tokenize(text)
         names_by_case = not _is_title_case(tokens)
         values: list[Value] = []
-        roles: dict[str, tuple[str, str]] = {}
+        roles: dict[str, Value] = {}
         pending: list[tuple[str, int]] = []  # direction markers waiting for their value
         i = 0
         while i < len(tokens):
@@ -127,10 +143,12 @@ class Extractor:
                 i += 1
                 continue
             consumed, found = self._at(tokens, i, names_by_case)
+            if token.kind == "quote":  # a quoted span is also read for the values inside it
+                found = found + list(self.analyze(token.text).values)
             if found:
                 for marker, at in pending:
                     if i - at <= MARKER_WINDOW:
-                        roles.setdefault(marker, found[0].key)
+                        roles.setdefault(marker, found[0])
                 pending = []
             values.extend(found)
             i += consumed
@@ -139,9 +157,9 @@ class Extractor:
     def _at(self, tokens: list[Token], i: int, names_by_case: bool) -> tuple[int, list[Value]]:
         token = tokens[i]
         if token.kind in {"code", "url", "flag", "path"}:
-            return 1, [Value("name", token.text.strip().lower(), token.text, True)]
+            return 1, [Value("name", token.text.strip().lower(), token.text, True, "code")]
         if token.kind == "quote":
-            return 1, [Value("quote", " ".join(token.text.lower().split()), token.text, True)]
+            return 1, [Value("quote", " ".join(token.text.lower().split()), token.text, True, "quote")]
         if token.kind in {"time", "date"}:
             return 1, [Value(token.kind, _clock(token.text) if token.kind == "time" else token.text, token.text, True)]
         if token.kind == "cur":
@@ -152,6 +170,9 @@ class Extractor:
                           Value("unit", currency, token.text, True)]
         if token.kind == "num":
             return self._number(tokens, i)
+        if token.kind == "op":
+            symbol = _OPERATORS.get(token.text, token.text)
+            return 1, [Value("op", symbol, token.text, False, "op")]
         if token.kind == "sym":
             unit = self._lex.units.get(token.text)
             return 1, [Value("unit", unit.canonical, token.text, False)] if unit else []
@@ -174,6 +195,8 @@ class Extractor:
             return 1, [Value("number", scaled(token.text, factor), token.text + suffix, True)]
         if suffix.lower() == "s" and len(token.text) == 4:  # the 1990s
             return 1, [Value("number", token.text + "s", token.text + suffix, True)]
+        if len(suffix) == 1 and suffix.islower() and self._lex.units.get(suffix) is None:
+            suffix = ""  # 2x, 3n: a coefficient on a variable; 5x: a multiplier
         used, number = (1, parse_digits(token.text)) if suffix else self._scaled(tokens, i, token.text)
         values = [Value("number", number, token.text, True)]
         unit, unit_used = self._unit_after(tokens, i + used - 1, suffix)
@@ -219,23 +242,44 @@ class Extractor:
             surface = " ".join(t.text for t in tokens[i : i + used])
             strong = entity.kind not in WEAK_ENTITY_KINDS
             family = "name" if strong else entity.kind
-            return used, [Value(family, entity.canonical, surface, strong)]
+            return used, [Value(family, entity.canonical, surface, strong, "list")]
         lower = token.text.lower()
         words = [t.text.lower() for t in tokens[i : i + 8] if t.kind == "word"]
         run = parse_words(words) if lower in _NUMBER_STARTS else None
         if run is not None and (run[1] > 1 or lower != "a"):
             value, length = run
             surface = " ".join(words[:length])
-            return length, [Value("number", str(value), surface, surface != "one")]
+            return length, [Value("number", canonical(value), surface, surface != "one")]
+        if lower in _CLOCK_WORDS:
+            return 1, [Value("time", _CLOCK_WORDS[lower], token.text, True)]
+        if lower in _OPERATOR_WORDS:
+            return 1, [Value("op", _OPERATOR_WORDS[lower], token.text, False, "op")]
+        if token.text in _ROMAN and _after_name(tokens, i):  # World War II, Louis XIV
+            return 1, [Value("number", str(_ROMAN[token.text]), token.text, True)]
         if lower in ORDINAL_WORDS and not self._unit_follows_number(tokens, i):
             return 1, [Value("ordinal", str(ORDINAL_WORDS[lower]), token.text, False)]
-        unit = self._lex.units.get(lower) or self._lex.units.get(lower.removesuffix("s"))
-        if unit is not None and not unit.after_number_only:
-            return 1, [Value("unit", unit.canonical, token.text, False)]
+        unit_used, unit = self._unit_words(tokens, i)
+        if unit is not None:
+            return unit_used, [unit]
         version = _VERSION.match(token.text)
         if version:
             return 1, [Value("number", parse_digits(version.group(1)), token.text, True)]
         return 1, self._name(token, names_by_case)
+
+    def _unit_words(self, tokens: list[Token], i: int) -> tuple[int, Value | None]:
+        """A unit named without a number ("in kilometers per hour", "degrees F", "monthly"): weak."""
+        for width in (3, 2, 1):
+            span = tokens[i : i + width]
+            if len(span) != width or any(t.kind != "word" for t in span):
+                continue
+            text = " ".join(t.text for t in span)
+            key = text.lower()
+            unit = self._lex.units.get(key) or self._lex.units.get(key.removesuffix("s"))
+            if unit is None and width == 2 and span[0].text.lower() in _DEGREE_WORDS:
+                unit = self._lex.units.get("°" + span[1].text.lower())
+            if unit is not None and (not unit.after_number_only or width > 1):
+                return width, Value("unit", unit.canonical, text, False)
+        return 1, None
 
     def _unit_follows_number(self, tokens: list[Token], i: int) -> bool:
         return i > 0 and tokens[i - 1].kind == "num"
@@ -243,17 +287,25 @@ class Extractor:
     def _name(self, token: Token, names_by_case: bool) -> list[Value]:
         text = token.text
         lower = text.lower().rstrip(".")
-        if lower in _ABBREVIATIONS or text in _NOT_NAMES or "'" in text and text.split("'")[0] in _NOT_NAMES:
+        if lower in _ABBREVIATIONS or text in _NOT_NAMES or ("'" in text and text.split("'")[0] in _NOT_NAMES):
             return []
+        if _ACRONYM.match(text):
+            # API, DBs, PTO: often a common noun; vetoes only against another unmatched name
+            return [Value("name", lower.removesuffix("s"), text, False, "acronym")]
         code_like = "_" in text or "." in text.strip(".") or any(c.isdigit() for c in text) or _CAMEL.search(text)
         if code_like:
-            return [Value("name", lower, text, True)]
+            return [Value("name", lower, text, True, "code")]
         if "-" in text:  # a name inside a compound: Paris-based, Python-only
-            parts = [p for p in text.split("-") if p]
-            return [v for p in parts for v in self._name(Token("word", p, token.sentence_start), names_by_case)]
-        capital = text[0].isupper() and (not token.sentence_start or text.isupper() and len(text) > 1)
+            parts = text.split("-")
+            found = (
+                self._name(Token("word", part, token.sentence_start and n == 0), names_by_case)
+                for n, part in enumerate(parts)
+                if len(part) > 1  # big-O: a lone letter names nothing
+            )
+            return [value for values in found for value in values]
+        capital = text[0].isupper() and not token.sentence_start
         if names_by_case and capital:
-            return [Value("name", lower.split("'")[0], text, True)]
+            return [Value("name", lower.split("'")[0], text, True, "case")]
         return []
 
     def _entity(self, tokens: list[Token], i: int) -> tuple[Entity | None, int]:
@@ -271,11 +323,24 @@ class Extractor:
         return None, 1
 
 
-_NUMBER_STARTS = frozenset(
-    "a an zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred "
-    "thousand million billion trillion dozen".split()
-)
+_NUMBER_STARTS = NUMBER_WORDS | {"a", "an"}
+_OPERATORS = {"−": "-", "×": "*", "÷": "/"}
+_OPERATOR_WORDS = {"plus": "+", "minus": "-", "times": "*", "multiplied": "*", "divided": "/"}
+_ROMAN = {
+    numeral: value
+    for value, numeral in enumerate(
+        ("I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII", "XIII", "XIV", "XV", "XVI"),
+        start=1,
+    )
+}
+
+
+def _after_name(tokens: list[Token], i: int) -> bool:
+    """The token before `i` is a capitalised word inside a sentence (a name the numeral belongs to)."""
+    if i == 0 or tokens[i].sentence_start:
+        return False
+    before = tokens[i - 1]
+    return before.kind == "word" and before.text[:1].isupper() and not before.sentence_start
 
 
 def _clock(text: str) -> str:

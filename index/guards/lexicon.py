@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from index.guards.text import stem
+from index.guards.text import FUNCTION_WORDS, stem
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,10 @@ class Entity:
 class Lexicon:
     """Everything the rule stages look up, keyed the way they look it up."""
 
-    # stem -> stems of its opposites
+    # stem -> stems of its opposites: WordNet direct antonyms and the hand-written reversals
     antonyms: dict[str, frozenset[str]]
+    # stem -> stems of indirect opposites (an adjective satellite vs its head's antonym): noisier
+    indirect_antonyms: dict[str, frozenset[str]]
     units: dict[str, Unit]
     # lowercase term (space-joined words) -> entity, for terms that match any casing
     entities: dict[str, Entity]
@@ -54,15 +56,36 @@ def _rows(name: str) -> Iterator[list[str]]:
             yield line.split("\t")
 
 
-def _antonyms() -> dict[str, frozenset[str]]:
-    table: dict[str, set[str]] = {}
+def _key(word: str) -> str | None:
+    """The stem a lexicon word is looked up by, or None when stripping would alias a function word
+    (fore -> "for"): such an entry would fire on every "for"."""
+    key = stem(word)
+    if key in _LIGHT_VERBS or (key != word and key in FUNCTION_WORDS):
+        return None
+    return key
+
+
+# Verbs so general that WordNet's opposites for them (have/lack, give/take, keep/lose) mostly fire on
+# paraphrases that merely rephrase around them.
+_LIGHT_VERBS = frozenset({stem(w) for w in ("be", "have", "do", "get", "make", "take", "give", "go", "come",
+                                              "keep", "put", "set", "let")})
+
+
+def _antonyms() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+    direct: dict[str, set[str]] = {}
+    indirect: dict[str, set[str]] = {}
     for name in ("antonyms.tsv", "reversals.tsv"):
-        for word, opposite in _rows(name):
-            a, b = stem(word), stem(opposite)
-            if a != b:  # two words that strip to one key cannot be told apart at run time
-                table.setdefault(a, set()).add(b)
-                table.setdefault(b, set()).add(a)
-    return {key: frozenset(values) for key, values in table.items()}
+        for word, opposite, *tag in _rows(name):
+            a, b = _key(word), _key(opposite)
+            if a is None or b is None or a == b:  # two words with one key cannot be told apart
+                continue
+            table = indirect if tag == ["indirect"] else direct
+            table.setdefault(a, set()).add(b)
+            table.setdefault(b, set()).add(a)
+    return (
+        {key: frozenset(values) for key, values in direct.items()},
+        {key: frozenset(values - direct.get(key, set())) for key, values in indirect.items()},
+    )
 
 
 def _units() -> dict[str, Unit]:
@@ -83,4 +106,5 @@ def load() -> Lexicon:
         target = cased if key != key.lower() else entities
         target.setdefault(key, Entity(kind, canonical))
         longest = max(longest, len(key.split()))
-    return Lexicon(_antonyms(), _units(), entities, cased, longest)
+    direct, indirect = _antonyms()
+    return Lexicon(direct, indirect, _units(), entities, cased, longest)

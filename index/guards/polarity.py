@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from itertools import pairwise
 
 from index.guards.lexicon import Lexicon, load
-from index.guards.text import differing_spans, stem, words
+from index.guards.text import FUNCTION_WORDS, differing_spans, stem, words
 from index.stages import StageResult
 
 NEGATION_CUES = frozenset(
@@ -21,7 +22,16 @@ NEGATION_CUES = frozenset(
 _NEGATING_PREFIXES = ("non", "un", "in", "im", "il", "ir", "dis", "de")
 _MIN_BASE = 4
 # A negation cancels an antonym only when it governs it: "not allowed" vs "disallowed".
-_CANCEL_WINDOW = 3
+_CANCEL_WINDOW = 4
+_STRONG, _WEAK = 2, 1
+# Verbs that carry a negation ("refuse to X" ~ "not X"): counted like "not", so "avoid giving" and
+# "refuse to provide" agree, while "Should AI refuse X?" vs "Should AI do X?" does not.
+_ALWAYS_NEGATING = frozenset(
+    stem(w) for w in ("prevent", "avoid", "refuse", "decline", "deny", "withhold", "omit")
+)
+_NEGATING_WITH_FROM = frozenset(stem(w) for w in ("stop", "keep", "block", "ban", "prohibit", "forbid", "bar"))
+_FROM_WINDOW = 4
+_DEGREE_WORDS = frozenset({"more", "less", "most", "least", "fewer", "fewest"})
 
 
 @dataclass(frozen=True)
@@ -40,10 +50,23 @@ class _Flip:
     c_index: int
 
 
+def _negating_verb(tokens: tuple[str, ...], i: int) -> bool:
+    """ "prevent X", "avoid X", or "stop/keep/block X from doing": a negation carried by a verb."""
+    key = stem(tokens[i])
+    if key in _ALWAYS_NEGATING:
+        return True
+    if key not in _NEGATING_WITH_FROM:
+        return False
+    window = tokens[i + 1 : i + 2 + _FROM_WINDOW]
+    return any(t == "from" and nxt.endswith("ing") for t, nxt in pairwise(window))
+
+
 def _negations(tokens: tuple[str, ...]) -> tuple[int, ...]:
     found: list[int] = []
     for i, token in enumerate(tokens):
         if token not in NEGATION_CUES:
+            if _negating_verb(tokens, i):
+                found.append(i)
             continue
         before = tokens[i - 1] if i else ""
         after = tokens[i + 1] if i + 1 < len(tokens) else ""
@@ -65,7 +88,9 @@ class PolarityStage:
     name = "polarity"
 
     def __init__(self, lexicon: Lexicon | None = None) -> None:
-        self._antonyms = (lexicon or load()).antonyms
+        lex = lexicon or load()
+        self._antonyms = lex.antonyms
+        self._indirect = lex.indirect_antonyms
 
     def check(self, query: str, cached: str) -> StageResult:
         q, c = self._parse(query), self._parse(cached)
@@ -73,51 +98,62 @@ class PolarityStage:
         extra = len(q.negations) - len(c.negations)
         if not flips and extra == 0:
             return StageResult(self.name, passed=True, reason="same polarity")
+        cancelled = _stacked_degree(flips)
+        flips = [f for f in flips if f not in cancelled]
         if len(flips) == 1 and abs(extra) == 1 and self._cancels(q, c, flips[0], extra):
-            flip = flips[0]
             cue = self._extra_cue(q if extra > 0 else c, c if extra > 0 else q)
-            return StageResult(
-                self.name, passed=True, reason=f"double flip cancels: '{cue}' + {flip.q_word}/{flip.c_word}"
-            )
+            cancelled.append(flips.pop())
+            extra = 0
+            note = f"'{cue}' + "
+        else:
+            note = ""
         if flips:
             flip = flips[0]
             return StageResult(self.name, passed=False, reason=f"antonym: {flip.q_word}/{flip.c_word}")
-        side, other, where = (q, c, "query") if extra > 0 else (c, q, "cached")
-        cue = self._extra_cue(side, other)
-        return StageResult(self.name, passed=False, reason=f"negation: '{cue}' only in {where}")
+        if extra:
+            side, other, where = (q, c, "query") if extra > 0 else (c, q, "cached")
+            cue = self._extra_cue(side, other)
+            return StageResult(self.name, passed=False, reason=f"negation: '{cue}' only in {where}")
+        pairs = ", ".join(f"{f.q_word}/{f.c_word}" for f in cancelled)
+        return StageResult(self.name, passed=True, reason=f"double flip cancels: {note}{pairs}")
 
     def _parse(self, text: str) -> _Parsed:
         tokens = words(text)
         return _Parsed(tokens, tuple(stem(t) for t in tokens), _negations(tokens))
 
     def _flips(self, q: _Parsed, c: _Parsed) -> list[_Flip]:
-        """Opposite word pairs between the differing spans, each word used once; moved words ignored."""
-        q_only: list[int] = []
-        c_only: list[int] = []
-        for i1, i2, j1, j2 in differing_spans(q.stems, c.stems):
-            q_only.extend(range(i1, i2))
-            c_only.extend(range(j1, j2))
-        moved = Counter(q.stems[i] for i in q_only) & Counter(c.stems[j] for j in c_only)
-        q_only = _drop_moved(q_only, q.stems, moved)
-        c_only = _drop_moved(c_only, c.stems, moved)
+        """Opposite word pairs between the differing spans, each word used once; moved words ignored.
+
+        A pair from the direct lexicon counts anywhere in the differing words; a noisier pair (indirect,
+        or a function word such as on/off) only inside one aligned block.
+        """
+        blocks = differing_spans(q.stems, c.stems)
+        q_block = {i: n for n, (i1, i2, _, _) in enumerate(blocks) for i in range(i1, i2)}
+        c_block = {j: n for n, (_, _, j1, j2) in enumerate(blocks) for j in range(j1, j2)}
+        moved = Counter(q.stems[i] for i in q_block) & Counter(c.stems[j] for j in c_block)
+        q_only = _drop_moved(list(q_block), q.stems, moved)
+        c_only = _drop_moved(list(c_block), c.stems, moved)
         flips: list[_Flip] = []
         used: set[int] = set()
         for i in q_only:
-            if q.tokens[i] in NEGATION_CUES:
+            if i in q.negations:
                 continue
             for j in c_only:
-                if j in used or c.tokens[j] in NEGATION_CUES:
+                if j in used or j in c.negations:
                     continue
-                if self._opposite(q.tokens[i], q.stems[i], c.tokens[j], c.stems[j]):
+                strength = self._opposite(q.tokens[i], q.stems[i], c.tokens[j], c.stems[j])
+                if strength and q_block[i] == c_block[j]:
                     flips.append(_Flip(q.tokens[i], c.tokens[j], i, j))
                     used.add(j)
                     break
         return flips
 
-    def _opposite(self, a: str, a_stem: str, b: str, b_stem: str) -> bool:
-        if b_stem in self._antonyms.get(a_stem, ()) or b in self._antonyms.get(a, ()):
-            return True
-        return _prefix_negated(a, b) or _prefix_negated(b, a)
+    def _opposite(self, a: str, a_stem: str, b: str, b_stem: str) -> int:
+        """_STRONG, _WEAK or 0: how surely `a` and `b` are opposites."""
+        direct = b_stem in self._antonyms.get(a_stem, ()) or _prefix_negated(a, b) or _prefix_negated(b, a)
+        if direct:
+            return _WEAK if a in FUNCTION_WORDS or b in FUNCTION_WORDS else _STRONG
+        return _WEAK if b_stem in self._indirect.get(a_stem, ()) else 0
 
     def _cancels(self, q: _Parsed, c: _Parsed, flip: _Flip, extra: int) -> bool:
         """The extra negation sits just before its side's half of the antonym pair ("not allowed")."""
@@ -132,6 +168,21 @@ class PolarityStage:
         counts = Counter(side.tokens[n] for n in side.negations)
         counts.subtract(Counter(other.tokens[n] for n in other.negations))
         return max(counts, key=lambda cue: counts[cue])
+
+
+def _stacked_degree(flips: list[_Flip]) -> list[_Flip]:
+    """"more patient" vs "less impatient": a degree flip right before another flip cancels it."""
+    cancelled: list[_Flip] = []
+    for flip in flips:
+        if flip.q_word not in _DEGREE_WORDS or flip in cancelled:
+            continue
+        for other in flips:
+            if other is not flip and other not in cancelled and (
+                other.q_index == flip.q_index + 1 and other.c_index == flip.c_index + 1
+            ):
+                cancelled.extend((flip, other))
+                break
+    return cancelled
 
 
 def _drop_moved(indexes: list[int], stems: tuple[str, ...], moved: Counter[str]) -> list[int]:

@@ -9,6 +9,12 @@ from __future__ import annotations
 import re
 from difflib import SequenceMatcher
 
+
+def word_set(text: str) -> frozenset[str]:
+    """A set of space-separated words (keeps long word lists readable)."""
+    return frozenset(text.split())
+
+
 _APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'", "´": "'"})
 
 # Order matters: irregular negative contractions before the generic n't rule.
@@ -41,6 +47,8 @@ _TAG_QUESTION = re.compile(
 
 # "sugar-free" says what "without sugar" says.
 _FREE_OF = re.compile(r"\b([a-z]+)-free\b")
+# A leading "No," / "Yes," answers a previous turn; it does not negate the prompt.
+_INTERJECTION = re.compile(r"^(no|yes|yeah|yep|nope|ok|okay)\s*[,.!;:]\s*")
 _WORD = re.compile(r"[a-z0-9]+(?:[.+#][a-z0-9+#]+)*[+#]*")
 
 # Irregular forms the suffix rules cannot reach but that matter for alignment.
@@ -53,8 +61,18 @@ _IRREGULAR = {
     "going": "go", "an": "a",
 }
 # Words whose ending only looks like an inflection.
-_UNINFLECTED = frozenset(
-    ["embed", "shred", "hundred", "sacred", "naked", "wicked", "kindred", "need", "seed", "speed", "feed", "breed", "weed", "deed", "heed", "greed", "bleed", "proceed", "exceed", "succeed", "news", "series", "species", "always", "perhaps"]
+_UNINFLECTED = word_set(
+    "embed shred hundred sacred naked wicked kindred need seed speed feed breed weed deed heed greed "
+    "bleed proceed exceed succeed news series species always perhaps"
+)
+# Closed-class words: an opposite involving one (on/off, in/out, up/down) only counts where the two
+# prompts are aligned word for word, and no lexicon entry may strip down to one.
+FUNCTION_WORDS = word_set(
+    "a an the this that these those it its he she they them we us you i me my our your their his her "
+    "is be am are was were do does did have has had can could will would shall should may might must "
+    "of for to from in on at by with without into onto off out up down over under about as than then "
+    "and or but if so not no yes all any some one ones each every both either neither nor like what "
+    "which who whom whose when where why how there here"
 )
 _VOWELS = frozenset("aeiouy")
 _KEEP_DOUBLE = frozenset("lsz")
@@ -108,6 +126,7 @@ def normalize(text: str) -> str:
     """Lowercase, unify apostrophes, expand contractions and drop a trailing tag question."""
     text = text.translate(_APOSTROPHES).lower().strip()
     text = _TAG_QUESTION.sub("", text)
+    text = _INTERJECTION.sub("", text)
     text = _FREE_OF.sub(r"without \1", text)
     for pattern, replacement in _CONTRACTIONS:
         text = pattern.sub(replacement, text)

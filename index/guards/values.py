@@ -17,6 +17,8 @@ from index.guards.text import words
 from index.stages import StageResult
 
 _WORD = re.compile(r"[\w.+#$€£¥%°-]+")
+_INITIALS_SKIP = frozenset({"of", "the", "and", "for", "a", "an", "to", "in", "on", "&"})
+_MAX_ACRONYM = 6
 
 
 @dataclass(frozen=True)
@@ -25,8 +27,11 @@ class _Side:
     # lowercase surface words, used to forgive a value the other prompt spells without its cue
     # (a name written in lowercase, a name inside a headline-cased prompt)
     words: frozenset[str]
-    # marker -> key of the first value after it
-    roles: tuple[tuple[str, tuple[str, str]], ...]
+    # marker -> the first value after it
+    roles: tuple[tuple[str, Value], ...]
+    # initials of each run of 2-6 content words ("paid time off" -> "pto"), and the acronyms used
+    initials: frozenset[str]
+    acronyms: frozenset[str]
 
 
 class ValueStage:
@@ -47,8 +52,10 @@ class ValueStage:
 
     def _side(self, text: str) -> _Side:
         analysis = self._extractor.analyze(text)
-        lowered = frozenset(words(text)) | {w.lower() for w in _WORD.findall(text)}
-        return _Side(analysis.values, lowered, analysis.roles)
+        tokens = words(text)
+        lowered = frozenset(tokens) | {w.lower() for w in _WORD.findall(text)}
+        acronyms = frozenset(v.canonical for v in analysis.values if v.source == "acronym")
+        return _Side(analysis.values, lowered, analysis.roles, _initials(tokens), acronyms)
 
 
 def _unmatched(side: _Side, other: _Side) -> list[Value]:
@@ -59,11 +66,30 @@ def _unmatched(side: _Side, other: _Side) -> list[Value]:
         if missing[value.key] <= 0:
             continue
         missing[value.key] -= 1
-        plain = value.surface.lower().replace("-", " ").split()
-        if value.family == "name" and plain and all(w in other.words for w in plain):
-            continue
-        out.append(value)
+        if not _forgiven(value, other):
+            out.append(value)
     return out
+
+
+def _forgiven(value: Value, other: _Side) -> bool:
+    """`other` carries the value without the cue that made it one here: a lowercase or quoted spelling,
+    a headline-cased prompt, or an acronym for the words ("NZ" / "New Zealand", "PTO" / "paid time off")."""
+    plain = value.surface.lower().replace("-", " ").split()
+    if value.family in {"name", "quote"} and plain and all(w in other.words for w in plain):
+        return True
+    if value.source == "acronym":
+        return value.canonical in other.initials
+    content = [w for w in plain if w not in _INITIALS_SKIP]
+    return len(content) >= 2 and "".join(w[0] for w in content) in other.acronyms
+
+
+def _initials(tokens: tuple[str, ...]) -> frozenset[str]:
+    content = [t for t in tokens if t not in _INITIALS_SKIP and t[:1].isalpha()]
+    return frozenset(
+        "".join(w[0] for w in content[i : i + n])
+        for n in range(2, _MAX_ACRONYM + 1)
+        for i in range(len(content) - n + 1)
+    )
 
 
 def _describe(value: Value) -> str:
@@ -98,8 +124,13 @@ def _role_swap(q: _Side, c: _Side) -> str:
     c_roles = dict(c.roles)
     q_keys = {v.key for v in q.values}
     c_keys = {v.key for v in c.values}
-    for marker, key in q.roles:
+    for marker, value in q.roles:
         other = c_roles.get(marker)
-        if other is not None and other != key and key in c_keys and other in q_keys:
-            return f"order: '{marker} {key[1]}' vs '{marker} {other[1]}'"
+        if other is None or other.key == value.key or value.key not in c_keys or other.key not in q_keys:
+            continue
+        if other.family != value.family:
+            continue  # "in Ontario" vs "in two weeks": different slots, not a swap
+        if marker != "than" and value.source == other.source == "case":
+            continue  # "Is Ann married to Bob" = "Is Bob married to Ann": unknown names, symmetric verbs
+        return f"order: '{marker} {value.surface}' vs '{marker} {other.surface}'"
     return ""

@@ -110,3 +110,25 @@ def test_expired_entries_are_not_served(tmp_path: Path) -> None:
     now[0] += 61
     assert cache.lookup(key).verdict is Verdict.MISS
     assert cache.lookup(build_key("ns", body("what time is it in tokyo ?"))).verdict is Verdict.MISS
+
+
+def conversation(first: str, last: str) -> dict[str, Any]:
+    return {"model": "m", "messages": [{"role": "user", "content": first},
+                                       {"role": "assistant", "content": "noted"},
+                                       {"role": "user", "content": last}]}
+
+
+def test_a_conversation_costs_one_embedding_call_and_reuses_it_on_store(tmp_path: Path) -> None:
+    cache, embedder = make_cache(tmp_path)
+    cache.store_answer(build_key("ns", conversation("my plan is the team plan", "how much is it")), answer("x"))
+    calls = embedder.calls
+    key = build_key("ns", conversation("my plan is the team plan ok", "how much is it"))
+    lookup = cache.lookup(key)
+    assert embedder.calls == calls + 1 and lookup.vector is not None and lookup.vector.context is not None
+    assert lookup.verdict is Verdict.SEMANTIC_HIT
+    other = build_key("ns", conversation("my plan is the family plan", "how much is it"))
+    missed = cache.lookup(other)
+    assert missed.verdict is Verdict.MISS and missed.decision is not None
+    assert missed.decision.vetoed_by == "alignment@context"
+    cache.store_answer(other, answer("y"), missed.vector)
+    assert embedder.calls == calls + 2

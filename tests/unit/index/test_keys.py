@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from index.keys import LookupMode, build_key, namespace_for
+from index.keys import ContextMatch, LookupMode, build_key, namespace_for
 
 BODY: dict[str, Any] = {
     "model": "gpt-4o-mini", "temperature": 0.2,
@@ -58,7 +58,9 @@ def test_null_parameters_equal_absent_ones() -> None:
     pytest.param({**BODY, "messages": [*BODY["messages"], {"role": "tool", "content": "42",
                                                            "tool_call_id": "c1"}]},
                  "last message is tool", id="tool-result"),
-    pytest.param({**BODY, "messages": [{"role": "user", "content": "  "}]}, "empty last message", id="empty"),
+    pytest.param({**BODY, "messages": [{"role": "user", "content": "  "}]}, "no question of its own", id="empty"),
+    pytest.param({**BODY, "messages": [{"role": "user", "content": "ok, continue"}]}, "no question of its own",
+                 id="acknowledgement"),
 ])
 def test_unsafe_requests_are_exact_only(body: dict[str, Any], reason: str) -> None:
     key = build_key("ns", body)
@@ -70,3 +72,42 @@ def test_text_parts_are_joined_into_the_prompt() -> None:
                                                               {"type": "text", "text": "world"}]}]}
     key = build_key("ns", body)
     assert key.mode is LookupMode.FULL and key.prompt == "Hello\nworld"
+
+
+CONVERSATION: dict[str, Any] = {"model": "m", "messages": [
+    {"role": "system", "content": "Be brief."}, {"role": "user", "content": "I use the Team plan."},
+    {"role": "assistant", "content": "Noted."}, {"role": "user", "content": "How much is it per seat?"}]}
+
+
+def test_semantic_context_keys_conversations_by_scope_and_relevant_context() -> None:
+    reworded = {**CONVERSATION, "messages": [CONVERSATION["messages"][0],
+                                             {"role": "user", "content": "We are on the Team plan."},
+                                             *CONVERSATION["messages"][2:]]}
+    a, b = build_key("ns", CONVERSATION), build_key("ns", reworded)
+    assert a.context != b.context and a.scope == b.scope
+    assert a.context_text is not None and "Team plan" in a.context_text
+
+
+def test_exact_context_match_keeps_the_old_rule() -> None:
+    key = build_key("ns", CONVERSATION, ContextMatch.EXACT)
+    assert key.scope == key.context and key.context_text is None
+
+
+def test_tool_conversations_keep_exact_context() -> None:
+    body = {**CONVERSATION, "messages": [*CONVERSATION["messages"][:2],
+                                         {"role": "assistant", "tool_calls": [{"id": "1"}]},
+                                         {"role": "tool", "tool_call_id": "1", "content": "{}"},
+                                         {"role": "user", "content": "And the price?"}]}
+    key = build_key("ns", body)
+    assert key.scope == key.context and key.context_text is None
+
+
+def test_small_talk_and_unrelated_turns_drop_out_of_the_context() -> None:
+    body = {"model": "m", "messages": [
+        {"role": "user", "content": "Hi there!"}, {"role": "assistant", "content": "Hello!"},
+        {"role": "user", "content": "Is there a dark mode in the editor?"}, {"role": "assistant", "content": "Yes."},
+        {"role": "user", "content": "My invoice for March shows a duplicate charge."},
+        {"role": "assistant", "content": "I see the duplicate charge on your March invoice."},
+        {"role": "user", "content": "Can you refund it?"}]}
+    context = build_key("ns", body).context_text
+    assert context is not None and "March" in context and "dark mode" not in context and "Hi there" not in context

@@ -1,0 +1,300 @@
+"""`eval` commands (`python -m eval ...`, mounted as `deja eval ...`): thin bodies over the eval package.
+
+Results go to stdout (tables or `--json`); progress and notes go to stderr. Failures exit 1 with one line.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from eval.datasets import DatasetFormat, load_pairs, load_stream
+from eval.embedding import EmbedderName, make_embedder
+from eval.stages import StageUnavailable, build_stages, parse_stage_names
+from eval.thresholds import parse_thresholds
+from index.errors import DatasetError, StoreUnavailable
+from index.stages import Stage
+
+if TYPE_CHECKING:
+    from eval.sweep import SweepConfig, SweepReport
+    from eval.tables import TableData
+    from eval.traffic import TrafficReport
+
+app = typer.Typer(help="Measure false hits and choose the similarity threshold from evidence.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+
+ExistingFile = Annotated[Path, typer.Option(exists=True, dir_okay=False, readable=True)]
+OptionalFile = Annotated[Path | None, typer.Option(
+    exists=True, dir_okay=False, readable=True, help="Labelled pairs (JSONL, TSV or CSV) to sweep.")]
+StagesOption = Annotated[str | None, typer.Option(
+    "--stages", help="Verification stages: none, or a list like polarity,values. Default: the gateway's "
+    "(every rule stage available).")]
+EmbedderOption = Annotated[EmbedderName, typer.Option(
+    help="minilm (what the gateway runs) or hash (bag-of-words baseline, no model).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the whole report as JSON.")]
+
+
+def _err() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def _out() -> Console:
+    console = Console(highlight=False)
+    # Piped output keeps full rows instead of wrapping at 80 columns.
+    return console if console.is_terminal else Console(highlight=False, width=220)
+
+
+def _fail(message: str) -> NoReturn:
+    _err().print(f"error: {message}", markup=False, soft_wrap=True)
+    raise typer.Exit(1)
+
+
+def _thresholds(spec: str) -> tuple[float, ...]:
+    try:
+        return parse_thresholds(spec)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--threshold") from None
+
+
+def _stages(spec: str | None) -> tuple[Stage, ...]:
+    try:
+        names = parse_stage_names(spec)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--stages") from None
+    if spec is None and not names:
+        _err().print("note: no verification stages available (index.guards missing); running none")
+    try:
+        return build_stages(names)
+    except StageUnavailable as exc:
+        _fail(str(exc))
+
+
+@contextmanager
+def _progress(description: str, total: int) -> Iterator[Callable[[int], None]]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=_err()) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+def _print_table(console: Console, data: TableData) -> None:
+    table = Table(title=data.title, box=box.SIMPLE_HEAD, title_justify="left")
+    for index, header in enumerate(data.headers):
+        table.add_column(header, justify="left" if index == 0 else "right", no_wrap=True)
+    for row in data.rows:
+        table.add_row(*row)
+    console.print(table)
+
+
+@app.command()
+def sweep(
+    dataset: OptionalFile = None,
+    traffic: Annotated[bool, typer.Option(
+        "--traffic", help="Sweep the gateway's labelled decisions (its decision log) instead of a dataset.")] = False,
+    threshold: Annotated[str, typer.Option(help="Min cosine similarity: 0.85, 0.70:0.99:0.01 or a,b,c")] = (
+        "0.70:0.99:0.01"),
+    fmt: Annotated[DatasetFormat, typer.Option("--format", help="Dataset encoding.")] = DatasetFormat.AUTO,
+    stages: StagesOption = None,
+    compare: Annotated[bool, typer.Option("--compare", help="Sweep without stages and with them.")] = False,
+    max_false_hit_rate: Annotated[float | None, typer.Option(
+        help="Pick the threshold with the best hit rate whose false-hit upper bound is at most this."),
+    ] = None,
+    confidence: Annotated[float, typer.Option(help="Confidence of the Wilson bound.")] = 0.95,
+    as_json: JsonOption = False,
+    out: Annotated[Path | None, typer.Option(file_okay=False, help="Write CSV, JSON, PNG and HTML here.")] = (
+        None),
+    embedder: EmbedderOption = EmbedderName.MINILM,
+    database_url: Annotated[str | None, typer.Option(
+        envvar="DEJA_DATABASE_URL", show_envvar=True,
+        help="--traffic: the gateway's SQLAlchemy URL. Default: the SQLite file in --data-dir.")] = None,
+    data_dir: Annotated[Path, typer.Option(
+        envvar="DEJA_DATA_DIR", show_envvar=True, file_okay=False,
+        help="--traffic: the gateway's data folder, holding deja.db when no --database-url is given.")] = (
+        Path(".deja")),
+    namespace: Annotated[str | None, typer.Option(
+        help="--traffic: only this namespace (as logged: the hash of an API key).")] = None,
+    apply: Annotated[bool, typer.Option(
+        "--apply", help="--traffic: store each chosen threshold for its namespace (all namespaces: *); running "
+        "gateways use it within DEJA_SYNC_INTERVAL_SECONDS. Needs --max-false-hit-rate.")] = False,
+) -> None:
+    """Score every threshold through the gateway's decision rule: on a labelled pairs dataset (--dataset), or
+    on the gateway's own labelled decisions (--traffic), overall and per namespace."""
+    from eval.sweep import SweepConfig
+
+    thresholds = _thresholds(threshold)
+    _check_fraction(max_false_hit_rate, "--max-false-hit-rate")
+    _check_fraction(confidence, "--confidence")
+    _check_source(dataset, traffic, apply, namespace, max_false_hit_rate)
+    stage_sets = _stage_sets(_stages(stages), compare)
+    config = SweepConfig(thresholds, stage_sets, max_false_hit_rate, confidence)
+    output = _Output(as_json, out)
+    if dataset is not None:
+        _sweep_dataset(dataset, fmt, embedder, config, output)
+        return
+    url = database_url or f"sqlite:///{data_dir / 'deja.db'}"
+    _sweep_traffic(_TrafficSource(url, namespace, apply), config, output)
+
+
+@dataclass(frozen=True)
+class _Output:
+    """Where a sweep goes: stdout as tables or JSON, and optionally report files in a folder."""
+
+    as_json: bool
+    out: Path | None
+
+
+@dataclass(frozen=True)
+class _TrafficSource:
+    """Which decision log to sweep (`namespace` None: every namespace) and whether to store the choices."""
+
+    url: str
+    namespace: str | None
+    apply: bool
+
+
+def _check_source(
+    dataset: Path | None, traffic: bool, apply: bool, namespace: str | None, target: float | None
+) -> None:
+    if (dataset is None) == (not traffic):
+        raise typer.BadParameter("give either --dataset FILE or --traffic", param_hint="--dataset / --traffic")
+    if not traffic and (apply or namespace is not None):
+        raise typer.BadParameter("--apply and --namespace need --traffic", param_hint="--traffic")
+    if apply and target is None:
+        raise typer.BadParameter("--apply needs --max-false-hit-rate to choose by", param_hint="--apply")
+
+
+def _sweep_dataset(
+    dataset: Path, fmt: DatasetFormat, embedder: EmbedderName, config: SweepConfig, output: _Output
+) -> None:
+    from eval.report import to_json
+    from eval.sweep import build_report, score_pairs, texts_to_embed
+
+    try:
+        pairs = load_pairs(dataset, fmt)
+    except DatasetError as exc:
+        _fail(str(exc))
+    model = make_embedder(embedder)
+    with _progress("embedding", len(texts_to_embed(pairs))) as advance:
+        scored = score_pairs(pairs, model, progress=advance)
+    report = build_report(dataset.name, model.model_id, scored, config)
+    if output.out is not None:
+        _write_files(report, output.out, config.max_false_hit_rate)
+    if output.as_json:
+        typer.echo(to_json(report))
+    else:
+        _print_sweep(report)
+
+
+def _sweep_traffic(source: _TrafficSource, config: SweepConfig, output: _Output) -> None:
+    from eval.traffic import ALL_NAMESPACES, apply_choices, decision_log, display_url, to_json, traffic_report
+
+    try:
+        with decision_log(source.url) as log:
+            labeled = log.labeled(source.namespace)
+            report = traffic_report(labeled, config, source.url, source.namespace)
+            if source.apply:
+                report = apply_choices(log, report, time.time())
+    except StoreUnavailable as exc:
+        _fail(f"cannot read the decision log at {display_url(source.url)}: {exc}")
+    if not labeled:
+        _err().print("note: no labelled decisions yet; labels come from shadows of near-misses, audits of "
+                     "DEJA_AUDIT_RATE of semantic hits, feedback and the labelling page", markup=False)
+    if output.out is not None:
+        for item in report.sweeps:
+            folder = output.out if item.namespace == ALL_NAMESPACES else output.out / item.namespace
+            _write_files(item.report, folder, config.max_false_hit_rate)
+    if output.as_json:
+        typer.echo(to_json(report))
+    else:
+        _print_traffic(report, config.max_false_hit_rate)
+
+
+def _print_traffic(report: TrafficReport, target: float | None) -> None:
+    from eval.traffic import applied_line, sources_line
+
+    for item in report.sweeps:
+        _print_sweep(item.report)
+        _out().print(sources_line(item), markup=False)
+        _out().print()
+    for applied in report.applied:
+        assert target is not None  # --apply is refused without a target
+        _out().print(applied_line(applied, target), markup=False)
+
+
+def _check_fraction(value: float | None, option: str) -> None:
+    if value is not None and not 0.0 < value < 1.0:
+        raise typer.BadParameter(f"must be in (0, 1), got {value}", param_hint=option)
+
+
+def _stage_sets(chosen: tuple[Stage, ...], compare: bool) -> tuple[tuple[Stage, ...], ...]:
+    if not compare:
+        return (chosen,)
+    if not chosen:
+        _err().print("note: --compare has no stages to compare against; showing one sweep")
+        return (chosen,)
+    return ((), chosen)
+
+
+def _write_files(report: SweepReport, out: Path, target: float | None) -> None:
+    from eval.report import write_outputs
+
+    try:
+        paths = write_outputs(report, out, target)
+    except OSError as exc:
+        _fail(f"cannot write to {out}: {exc.strerror or exc}")
+    for path in paths:
+        _err().print(f"wrote {path}", markup=False)
+
+
+def _print_sweep(report: SweepReport) -> None:
+    from eval.tables import choice_line, summary_line, sweep_tables
+
+    console = _out()
+    console.print(summary_line(report), markup=False)
+    for table in sweep_tables(report):
+        _print_table(console, table)
+    for choice in report.choices:
+        console.print(choice_line(choice), markup=False)
+
+
+@app.command()
+def replay(
+    stream: ExistingFile,
+    threshold: Annotated[str, typer.Option(help="Min cosine similarity: 0.85, 0.70:0.95:0.05 or a,b,c")] = (
+        "0.85"),
+    stages: StagesOption = None,
+    as_json: JsonOption = False,
+    embedder: EmbedderOption = EmbedderName.MINILM,
+) -> None:
+    """Replay a request trace through the real cache pipeline against a stub upstream answering per intent."""
+    from eval.embedding import unique_texts
+    from eval.replay import ReplayConfig, run_replay
+    from eval.report import to_json
+    from eval.tables import replay_summary, replay_table
+
+    thresholds = _thresholds(threshold)
+    chosen = _stages(stages)
+    try:
+        requests = load_stream(stream)
+    except DatasetError as exc:
+        _fail(str(exc))
+    model = make_embedder(embedder)
+    with _progress("embedding", len(unique_texts(r.prompt for r in requests))) as advance:
+        report = run_replay(stream.name, requests, model, ReplayConfig(thresholds, chosen), advance)
+    if as_json:
+        typer.echo(to_json(report))
+        return
+    console = _out()
+    console.print(replay_summary(report), markup=False)
+    _print_table(console, replay_table(report))

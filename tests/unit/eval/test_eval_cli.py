@@ -1,0 +1,154 @@
+"""The `eval` CLI through typer's CliRunner, with the hash embedder so no model is loaded."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from eval.cli import app
+from index.stages import Stage, StageResult
+
+FIXTURES = Path(__file__).parent / "fixtures"
+PAIRS = str(FIXTURES / "pairs.jsonl")
+FAST = ["--embedder", "hash", "--threshold", "0.5:0.9:0.1"]
+
+
+class WordVeto:
+    def __init__(self, name: str, word: str) -> None:
+        self.name = name
+        self.word = word
+
+    def check(self, query: str, cached: str) -> StageResult:
+        return StageResult(self.name, (self.word in query.split()) == (self.word in cached.split()))
+
+
+@pytest.fixture
+def guards(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stand-in `index.guards` so the default stage set is known whatever the real package holds."""
+
+    def rule_stages(polarity: bool, values: bool) -> tuple[Stage, ...]:
+        stages: list[Stage] = []
+        if polarity:
+            stages.append(WordVeto("polarity", "not"))
+        if values:
+            stages.append(WordVeto("values", "30"))
+        return tuple(stages)
+
+    module = types.ModuleType("index.guards")
+    module.rule_stages = rule_stages  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "index.guards", module)
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_sweep_prints_a_table_per_threshold() -> None:
+    code, out, err = _run("sweep", "--dataset", PAIRS, "--stages", "none", *FAST)
+    assert code == 0, err
+    assert "pairs.jsonl: 6 pairs (2 same-answer, 4 must-not)" in out
+    assert "min sim" in out and "negation" in out and "ROC-AUC" in out
+    assert [line.split()[0] for line in out.splitlines() if line.strip().startswith("0.")] == [
+        "0.50", "0.60", "0.70", "0.80", "0.90"]
+    assert "embedding" in err  # progress goes to stderr
+
+
+def test_sweep_json_parses_and_stdout_holds_nothing_else() -> None:
+    code, out, _ = _run("sweep", "--dataset", PAIRS, "--stages", "none", "--json", *FAST)
+    assert code == 0
+    data = json.loads(out)
+    assert len(data["sweeps"][0]["points"]) == 5
+
+
+def test_sweep_picks_a_threshold_with_a_confidence_bound() -> None:
+    code, out, _ = _run("sweep", "--dataset", PAIRS, "--stages", "none", "--max-false-hit-rate", "0.01", *FAST)
+    assert code == 0
+    (line,) = [line for line in out.splitlines() if line.startswith("stages none:")]
+    assert "no threshold keeps the 95% upper bound" in line and "needs ≥ 381" in line
+
+
+def test_sweep_compare_shows_both_sweeps_and_stage_catches(guards: None) -> None:
+    code, out, _ = _run("sweep", "--dataset", PAIRS, "--compare", *FAST)
+    assert code == 0
+    assert "stages: none" in out and "stages: polarity,values" in out
+    assert "caught by stage" in out
+    assert [line.split()[:2] for line in out.splitlines() if "polarity " in line] == [["0.50", "polarity"]]
+
+
+def test_default_stages_are_the_gateways(guards: None) -> None:
+    code, out, _ = _run("sweep", "--dataset", PAIRS, "--json", *FAST)
+    assert code == 0
+    assert json.loads(out)["sweeps"][0]["stages"] == ["polarity", "values"]
+
+
+def test_sweep_out_writes_csv_json_png_html(tmp_path: Path) -> None:
+    out_dir = tmp_path / "report"
+    code, _, err = _run("sweep", "--dataset", PAIRS, "--stages", "none", "--out", str(out_dir), *FAST)
+    assert code == 0, err
+    with (out_dir / "sweep.csv").open(newline="") as handle:
+        assert len(list(csv.DictReader(handle))) == 5
+    assert json.loads((out_dir / "sweep.json").read_text())["pairs"] == 6
+    assert (out_dir / "sweep.png").read_bytes().startswith(b"\x89PNG")
+    page = (out_dir / "sweep.html").read_text()
+    assert "<table>" in page and "false hit<br>negation" in page
+
+
+def test_sweep_reads_tsv() -> None:
+    code, out, _ = _run("sweep", "--dataset", str(FIXTURES / "qqp.tsv"), "--stages", "none", "--format", "tsv",
+                        *FAST)
+    assert code == 0
+    assert "qqp.tsv: 2 pairs" in out
+
+
+def test_bad_dataset_line_exits_1_with_one_line() -> None:
+    code, out, err = _run("sweep", "--dataset", str(FIXTURES / "bad.jsonl"), "--stages", "none", *FAST)
+    assert code == 1
+    assert out == ""
+    assert err.strip().splitlines() == [f"error: {FIXTURES / 'bad.jsonl'}:2: label must be 0/1 or true/false, "
+                                        "got 'maybe'"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--stages", "vibes"], id="unknown-stage"),
+        pytest.param(["--threshold", "1.5"], id="threshold-out-of-range"),
+        pytest.param(["--max-false-hit-rate", "2"], id="target-out-of-range"),
+    ],
+)
+def test_usage_errors_exit_2(args: list[str]) -> None:
+    code, _, _ = _run("sweep", "--dataset", PAIRS, "--embedder", "hash", *args)
+    assert code == 2
+
+
+def test_unavailable_stage_exits_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "index.guards", None)
+    code, _, err = _run("sweep", "--dataset", PAIRS, "--stages", "polarity", *FAST)
+    assert code == 1
+    assert err.startswith("error: stages polarity need index.guards")
+
+
+def test_replay_prints_a_row_per_threshold() -> None:
+    stream = str(FIXTURES / "stream.jsonl")
+    code, out, _ = _run("replay", "--stream", stream, "--stages", "none", "--embedder", "hash", "--threshold",
+                        "0.5,0.9")
+    assert code == 0
+    assert "stream.jsonl: 6 requests, 3 intents" in out
+    assert "wrong" in out and "oracle" in out
+    assert [line.split()[0] for line in out.splitlines() if line.strip().startswith("0.")] == ["0.50", "0.90"]
+
+
+def test_replay_json_reports_vetoes_per_stage(guards: None) -> None:
+    code, out, _ = _run("replay", "--stream", str(FIXTURES / "stream.jsonl"), "--embedder", "hash",
+                        "--threshold", "0.5", "--json")
+    assert code == 0
+    row = json.loads(out)["rows"][0]
+    assert [v["stage"] for v in row["vetoes"]] == ["polarity", "values"]
+    assert row["requests"] == 6
