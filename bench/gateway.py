@@ -21,12 +21,19 @@ from index.exact import LruExactCache
 from index.guards import rule_stages
 from index.hnsw import SemanticIndex
 from index.keys import build_key
+from index.records import QueryVectors
 from index.store import EntryStore, make_engine
 from tests.support.services import GatewayProcess
 from tests.support.stub_upstream import StubUpstream
 
 PROMPT = "How do I reset my password for the billing portal?"
 PARAPHRASE = "How can I reset my password for the billing portal?"
+CONVERSATION = [{"role": "user", "content": "I am on the Team plan of the billing portal."},
+                {"role": "assistant", "content": "Thanks, I can see the Team plan on your account."},
+                {"role": "user", "content": "How do I reset my password there?"}]
+CONVERSATION_REWORDED = [{"role": "user", "content": "Our account uses the Team plan in the billing portal."},
+                         {"role": "assistant", "content": "Thanks, I can see the Team plan on your account."},
+                         {"role": "user", "content": "How do I reset my password there?"}]
 
 
 def body(text: str) -> dict[str, object]:
@@ -42,10 +49,8 @@ def in_process(tmp: Path, embedder: MiniLMEmbedder, repeat: int) -> list[tuple[s
     # A realistic index: a few thousand other entries in the same context.
     fillers = [f"Question number {i} about topic {i % 97} and item {i % 13}" for i in range(3000)]
     vectors = embedder.embed(fillers)
-    for i, (text, vec) in enumerate(zip(fillers, vectors, strict=True)):
-        cache.store_answer(build_key("bench", body(text)), answer, vec)
-        if i == 0:
-            continue
+    for text, vec in zip(fillers, vectors, strict=True):
+        cache.store_answer(build_key("bench", body(text)), answer, QueryVectors(vec, vec, None))
     cache.store_answer(build_key("bench", body(PROMPT)), answer)
     exact_key, para_key = build_key("bench", body(PROMPT)), build_key("bench", body(PARAPHRASE))
     assert cache.lookup(para_key).verdict.value == "hit-semantic"
@@ -62,15 +67,19 @@ def over_http(tmp: Path, repeat: int) -> list[tuple[str, list[float]]]:
         gateway = GatewayProcess(env, tmp / "gw.log").start()
         try:
             with httpx.Client(base_url=gateway.url, headers={"Authorization": "Bearer sk-bench"}) as client:
-                def post(text: str) -> str:
-                    r = client.post("/v1/chat/completions", json=body(text))
+                def post(text: str | list[dict[str, str]]) -> str:
+                    payload = body(text) if isinstance(text, str) else {"model": "bench", "messages": text}
+                    r = client.post("/v1/chat/completions", json=payload)
                     return r.headers["x-deja-cache"]
 
                 assert post(PROMPT) == "miss"
                 assert post(PARAPHRASE) == "hit-semantic"
+                assert post(CONVERSATION) == "miss"
+                assert post(CONVERSATION_REWORDED) == "hit-semantic"
                 return [
                     ("HTTP exact hit", timed_ms(lambda: post(PROMPT), repeat)),
                     ("HTTP semantic hit", timed_ms(lambda: post(PARAPHRASE), repeat)),
+                    ("HTTP semantic hit, conversation", timed_ms(lambda: post(CONVERSATION_REWORDED), repeat)),
                 ]
         finally:
             gateway.stop()

@@ -21,7 +21,7 @@ from index.hnsw import SemanticIndex
 from index.keys import CacheKey, LookupMode
 from index.records import CachedResponse, CacheEntry, Lookup, QueryVectors, StoredEntry, Verdict
 from index.stages import Stage
-from index.store import EntryStore
+from index.store import EntryStore, IndexedVector
 
 log = logging.getLogger("deja.cache")
 
@@ -59,17 +59,24 @@ class Cache:
         self.context_stages = context_stages(self.stages)
         self.clock = clock
 
-    def warm(self) -> int:
-        """Add to the index every stored vector it lacks (start-up rebuild and replica catch-up)."""
-        added = 0
+    def warm(self, batch: int = 5000) -> int:
+        """Add to the index every stored vector it lacks (start-up rebuild and replica catch-up), in bulk."""
         now = self.clock()
+        pending: list[IndexedVector] = []
+        added = 0
         for item in self.store.vectors(after_id=self.index.max_id()):
-            if item.expires_at is not None and item.expires_at <= now:
-                continue
-            if item.vector.shape[0] == self.index.dim:
-                self.index.add(item.entry_id, item.scope, item.vector)
-                added += 1
-        return added
+            if (item.expires_at is None or item.expires_at > now) and item.vector.shape[0] == self.index.dim:
+                pending.append(item)
+            if len(pending) >= batch:
+                added += self.add_bulk(pending)
+                pending = []
+        return added + self.add_bulk(pending)
+
+    def add_bulk(self, items: Sequence[IndexedVector]) -> int:
+        if items:
+            self.index.add_many([i.entry_id for i in items], [i.scope for i in items],
+                                np.stack([i.vector for i in items]))
+        return len(items)
 
     def lookup(self, key: CacheKey, policy: MatchPolicy | None = None) -> Lookup:
         """Find a stored answer for `key`; never raises for a failed backend (counted in `degraded`)."""

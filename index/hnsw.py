@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import hnswlib
@@ -38,7 +39,7 @@ class SemanticIndex:
             max_elements=self.params.initial_capacity,
             ef_construction=self.params.ef_construction,
             M=self.params.m,
-            allow_replace_deleted=False,
+            allow_replace_deleted=True,  # evicted entries' slots are reused, so churn does not grow memory
         )
         self._index.set_ef(self.params.ef_search)
         self._context_of: dict[int, str] = {}
@@ -60,15 +61,24 @@ class SemanticIndex:
         return self._max_id
 
     def add(self, entry_id: int, context: str, vector: Vector) -> None:
+        self.add_many([entry_id], [context], np.asarray(vector, np.float32).reshape(1, -1))
+
+    def add_many(self, entry_ids: Sequence[int], contexts: Sequence[str], vectors: Vector) -> None:
+        """Bulk insert (hnswlib builds with all cores): what start-up rebuilds and catch-up use."""
+        if not entry_ids:
+            return
         with self._lock:
-            if entry_id in self._context_of:
-                self.remove(entry_id)
-            if self._index.get_current_count() >= self._index.get_max_elements():
-                self._index.resize_index(max(2 * self._index.get_max_elements(), 1024))
-            self._index.add_items(np.asarray(vector, np.float32).reshape(1, -1), [entry_id])
-            self._context_of[entry_id] = context
-            self._members[context].add(entry_id)
-            self._max_id = max(self._max_id, entry_id)
+            for entry_id in entry_ids:
+                if entry_id in self._context_of:
+                    self.remove(entry_id)
+            needed = len(self._context_of) + len(entry_ids)
+            if needed > self._index.get_max_elements():
+                self._index.resize_index(max(2 * self._index.get_max_elements(), needed, 1024))
+            self._index.add_items(np.asarray(vectors, np.float32), list(entry_ids), replace_deleted=True)
+            for entry_id, context in zip(entry_ids, contexts, strict=True):
+                self._context_of[entry_id] = context
+                self._members[context].add(entry_id)
+            self._max_id = max(self._max_id, *entry_ids)
 
     def remove(self, entry_id: int) -> None:
         with self._lock:

