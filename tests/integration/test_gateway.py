@@ -61,7 +61,8 @@ def _twice(c: openai.OpenAI) -> tuple[Any, Any]:
 
 BASE: dict[str, Any] = {"model": "gpt-4o-mini", "messages": [
     {"role": "system", "content": "You are a support bot."},
-    {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello! How can I help?"},
+    {"role": "user", "content": "My account is on the Free plan of the invoicing app."},
+    {"role": "assistant", "content": "Thanks, I see your Free plan account."},
     {"role": "user", "content": "How do I export my invoices as PDF?"}]}
 
 
@@ -70,7 +71,8 @@ BASE: dict[str, Any] = {"model": "gpt-4o-mini", "messages": [
     pytest.param({"temperature": 1.3}, id="temperature"),
     pytest.param({"messages": [{"role": "system", "content": "You are a pirate."}, *BASE["messages"][1:]]},
                  id="system-prompt"),
-    pytest.param({"messages": [BASE["messages"][0], {"role": "user", "content": "Hey"},
+    pytest.param({"messages": [BASE["messages"][0],
+                               {"role": "user", "content": "My account is on the Enterprise plan of the app."},
                                *BASE["messages"][2:]]}, id="earlier-turn"),
 ])
 def test_same_last_message_in_another_context_is_a_miss(

@@ -1,18 +1,33 @@
-"""A real OpenAI-compatible upstream on loopback for tests: counts calls, streams, fails on demand."""
+"""A real OpenAI-compatible upstream on loopback for tests: counts calls, streams, fails on demand, and can
+answer per intent (`answers`: prompt -> intent) after an artificial delay."""
 
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+# Words for intent answers: common, unrelated, so two intents' answers share little meaning.
+ANSWER_WORDS = (
+    "river", "copper", "lantern", "orbit", "meadow", "cipher", "harbor", "velvet", "granite", "falcon", "quartz",
+    "tundra", "saffron", "glacier", "ember", "compass", "willow", "anchor", "prism", "thunder", "canyon", "maple",
+    "beacon", "cobalt", "dune", "fjord", "garnet", "hazel", "iris", "jasper", "kelp", "lagoon", "marble",
+    "nectar", "opal", "pepper", "quill", "reef", "sierra", "timber", "umber", "violet", "walnut", "yarrow",
+    "zephyr", "basalt", "cedar", "delta", "fern", "geyser",
+)
+
 
 @dataclass
 class StubState:
+    # Configuration, kept across `reset()`: prompt -> intent, and seconds to wait before every chat answer.
+    answers: Mapping[str, str] = field(default_factory=dict)
+    delay: float = 0.0
     calls: list[dict[str, Any]] = field(default_factory=list)
     failures: deque[str] = field(default_factory=deque)  # "500", "429", "hang", "cut"
     chunk_delay: float = 0.0
@@ -27,6 +42,12 @@ class StubState:
 def answer_for(body: dict[str, Any], n: int) -> str:
     last = body["messages"][-1].get("content")
     return f"answer {n} to: {last}"
+
+
+def intent_answer(intent: str, words: int = 16) -> str:
+    """The same text for every prompt of `intent`, clearly different text for any other intent."""
+    rng = random.Random(intent)  # seeded by the string: the same words in every process
+    return " ".join(rng.choice(ANSWER_WORDS) for _ in range(words)).capitalize() + "."
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -69,6 +90,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with self.state.lock:
             failure = self.state.failures.popleft() if self.state.failures else None
+        if self.state.delay:
+            time.sleep(self.state.delay)
         body = json.loads(raw)
         if failure in ("500", "429"):
             self._json(int(failure), {"error": {"message": f"stub failure {failure}", "type": "server_error"}})
@@ -82,11 +105,15 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._json(200, self._completion(body, n))
 
+    def _answer(self, body: dict[str, Any], n: int) -> str:
+        intent = self.state.answers.get(str(body["messages"][-1].get("content")))
+        return answer_for(body, n) if intent is None else intent_answer(intent)
+
     def _completion(self, body: dict[str, Any], n: int) -> dict[str, Any]:
         return {
             "id": f"chatcmpl-stub-{n}", "object": "chat.completion", "created": 1700000000,
             "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": answer_for(body, n)},
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": self._answer(body, n)},
                          "finish_reason": "stop", "logprobs": None}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
         }
@@ -96,7 +123,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        words = answer_for(body, n).split(" ")
+        words = self._answer(body, n).split(" ")
         head = {"id": f"chatcmpl-stub-{n}", "object": "chat.completion.chunk", "created": 1700000000,
                 "model": body["model"]}
         events = [{**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
@@ -124,10 +151,14 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class StubUpstream:
-    """Start with `with StubUpstream() as stub:`; `stub.url` is the base URL to give Deja."""
+    """Start with `with StubUpstream() as stub:`; `stub.url` is the base URL to give Deja.
 
-    def __init__(self) -> None:
-        self.state = StubState()
+    `answers` maps prompts (the last message) to intents answered with `intent_answer`; other prompts get
+    `answer_for`. `delay` seconds pass before every chat completion is answered.
+    """
+
+    def __init__(self, answers: Mapping[str, str] | None = None, delay: float = 0.0) -> None:
+        self.state = StubState(answers=dict(answers or {}), delay=delay)
         handler = type("Handler", (_Handler,), {"state": self.state})
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
