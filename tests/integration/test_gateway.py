@@ -272,3 +272,13 @@ def test_admin_endpoints_need_the_token(deployment: Deployment) -> None:
     assert httpx.get(deployment.url + "/deja/stats", headers={"Authorization": "Bearer nope"}).status_code == 401
     ok = httpx.get(deployment.url + "/deja/stats", headers={"Authorization": "Bearer admin-secret"})
     assert ok.status_code == 200 and ok.json()["entries"] >= 0
+
+
+def test_negated_prompt_above_the_threshold_is_a_miss_and_goes_upstream(
+        deployment: Deployment, stub: StubUpstream, api_key: str) -> None:
+    ask(deployment, api_key, "Is the API rate limited?")
+    answer, verdict, headers = ask(deployment, api_key, "Is the API not rate limited?")
+    assert float(headers["x-deja-similarity"]) >= 0.9  # above any threshold we would ship
+    assert (verdict, headers["x-deja-veto"]) == ("miss", "polarity")
+    assert answer == "answer 2 to: Is the API not rate limited?"
+    assert len(stub.state.chat_calls()) == 2
