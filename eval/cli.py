@@ -6,7 +6,7 @@ Results go to stdout (tables or `--json`); progress and notes go to stderr. Fail
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -206,7 +206,8 @@ def _sweep_traffic(source: _TrafficSource, config: SweepConfig, output: _Output)
             if source.apply:
                 report = apply_choices(log, report, time.time())
     except StoreUnavailable as exc:
-        _fail(f"cannot read the decision log at {display_url(source.url)}: {exc}")
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0]  # driver errors run over several lines
+        _fail(f"cannot use the decision log at {display_url(source.url)}: {reason}")
     if not labeled:
         _err().print("note: no labelled decisions yet; labels come from shadows of near-misses, audits of "
                      "DEJA_AUDIT_RATE of semantic hits, feedback and the labelling page", markup=False)
@@ -224,8 +225,7 @@ def _print_traffic(report: TrafficReport, target: float | None) -> None:
     from eval.traffic import applied_line, sources_line
 
     for item in report.sweeps:
-        _print_sweep(item.report)
-        _out().print(sources_line(item), markup=False)
+        _print_sweep(item.report, [sources_line(item)])
         _out().print()
     for applied in report.applied:
         assert target is not None  # --apply is refused without a target
@@ -257,11 +257,13 @@ def _write_files(report: SweepReport, out: Path, target: float | None) -> None:
         _err().print(f"wrote {path}", markup=False)
 
 
-def _print_sweep(report: SweepReport) -> None:
+def _print_sweep(report: SweepReport, notes: Sequence[str] = ()) -> None:
     from eval.tables import choice_line, summary_line, sweep_tables
 
     console = _out()
     console.print(summary_line(report), markup=False)
+    for note in notes:
+        console.print(note, markup=False)
     for table in sweep_tables(report):
         _print_table(console, table)
     for choice in report.choices:

@@ -286,11 +286,13 @@ def _vetoes(
 def choose_threshold(sweep: Sweep, target: float, confidence: float = 0.95) -> ThresholdChoice:
     """Highest hit rate whose Wilson upper bound on the false-hit rate is <= `target`.
 
-    Ties go to the lower bound, then to the higher (safer) threshold.
+    Ties go to the lower bound, then to the higher (safer) threshold. A threshold that serves nothing does
+    not qualify: it would switch the semantic tier off rather than choose a threshold for it.
     """
     if not 0.0 < target < 1.0:
         raise ValueError(f"max false-hit rate must be in (0, 1), got {target}")
-    ok = [p for p in sweep.points if sweep.must_not_pairs and p.false_hit_upper <= target]
+    ok = [p for p in sweep.points
+          if sweep.must_not_pairs and p.false_hit_upper <= target and (p.hit_rate or 0.0) > 0.0]
     best = max(ok, key=lambda p: (p.hit_rate or 0.0, -p.false_hit_upper, p.threshold), default=None)
     closest = None
     if best is None and sweep.points:

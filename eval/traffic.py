@@ -31,6 +31,8 @@ ALL_NAMESPACES = "*"
 SAME_ANSWER_KIND = "traffic_same"
 MUST_NOT_KIND = "traffic"
 EMBEDDER = "the gateway's (logged similarities)"
+# Label sources in the order `DecisionLog.labeled` ranks them.
+SOURCES = (LabelSource.HUMAN, LabelSource.FEEDBACK, LabelSource.AUDIT, LabelSource.SHADOW)
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ def decision_log(url: str) -> Iterator[DecisionLog]:
     """The decision log at `url`. A missing SQLite file is an error here, not a new empty database."""
     path = sqlite_path(url)
     if path is not None and not path.is_file():
-        raise StoreUnavailable(f"no decision log at {path} (no such SQLite file)")
+        raise StoreUnavailable(f"no such file: {path}")
     try:
         engine = make_engine(url)
     except ArgumentError as exc:
@@ -117,10 +119,9 @@ def scored_decisions(labeled: Sequence[LabeledDecision]) -> tuple[ScoredPair, ..
     for item in labeled:
         record = item.decision
         if record.candidate_prompt is None:  # nothing was compared: a miss at every threshold
-            pair = _pair(item, record.prompt)
-            scored.append(ScoredPair(pair, None))
-            continue
-        scored.append(ScoredPair(_pair(item, record.candidate_prompt), record.similarity, _fixed_veto(item)))
+            scored.append(ScoredPair(_pair(item, ""), None))
+        else:
+            scored.append(ScoredPair(_pair(item, record.candidate_prompt), record.similarity, _fixed_veto(item)))
     return tuple(scored)
 
 
@@ -160,7 +161,7 @@ def _sweep(namespace: str, labeled: Sequence[LabeledDecision], config: SweepConf
     title = "traffic, all namespaces" if namespace == ALL_NAMESPACES else f"traffic, namespace {namespace}"
     tally = Counter((item.source, item.correct) for item in labeled)
     sources = tuple(SourceCount(s.value, tally[s, True], tally[s, False])
-                    for s in LabelSource if tally[s, True] + tally[s, False])
+                    for s in SOURCES if tally[s, True] + tally[s, False])
     return TrafficSweep(
         namespace=namespace,
         labels=len(labeled),
