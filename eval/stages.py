@@ -1,44 +1,26 @@
-"""Verification stages by name (`none`, `polarity`, `values`, ...), and a memo so each runs once per pair.
-
-The rule stages come from `index.guards`, imported lazily: without it there are simply no rule stages.
-"""
+"""Verification stages by name for `--stages` (built by `index.registry`, as the gateway builds them), and a
+memo so each stage runs once per pair."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 
+from index.registry import STAGE_ORDER
+from index.registry import build_stages as _build
 from index.stages import Stage, StageResult
+from index.verifier import VerifierModelError
 
-# Names served by `index.guards.rule_stages`; the gateway orders them, so we ask for them in one call.
-RULE_STAGES = ("polarity", "values")
-# A learned verifier will register here as another name.
-KNOWN_STAGES = RULE_STAGES
+KNOWN_STAGES = STAGE_ORDER
+# The gateway's default stages (`DEJA_GUARD_POLARITY`, `DEJA_GUARD_VALUES`, `DEJA_VERIFIER` defaults).
+DEFAULT_STAGES: tuple[str, ...] = ("polarity", "values")
 
 
 class StageUnavailable(Exception):
-    """A known stage whose implementation is not installed."""
-
-
-def _rule_stages(polarity: bool, values: bool) -> tuple[Stage, ...] | None:
-    """`index.guards.rule_stages(...)`, or None while that module (or the function) does not exist."""
-    try:
-        guards = importlib.import_module("index.guards")
-    except ModuleNotFoundError as exc:
-        if exc.name != "index.guards":
-            raise  # a dependency of the guards is missing: a real error, not "no guards"
-        return None
-    factory = getattr(guards, "rule_stages", None)
-    if factory is None:
-        return None
-    stages: tuple[Stage, ...] = tuple(factory(polarity=polarity, values=values))
-    return stages
+    """A known stage whose implementation could not be loaded (e.g. the verifier model is missing)."""
 
 
 def default_stage_names() -> tuple[str, ...]:
-    """What the gateway runs by default: every rule stage that is available."""
-    stages = _rule_stages(polarity=True, values=True)
-    return tuple(stage.name for stage in stages or ())
+    return DEFAULT_STAGES
 
 
 def parse_stage_names(text: str | None) -> tuple[str, ...]:
@@ -55,22 +37,11 @@ def parse_stage_names(text: str | None) -> tuple[str, ...]:
 
 
 def build_stages(names: Sequence[str]) -> tuple[Stage, ...]:
-    """Instantiate the named stages (rule stages in the gateway's order). Raises `StageUnavailable`."""
-    unknown = [name for name in names if name not in KNOWN_STAGES]
-    if unknown:
-        raise ValueError(f"unknown stage {unknown[0]!r}; known: {', '.join(KNOWN_STAGES)}")
-    wanted = set(names)
-    if not wanted & set(RULE_STAGES):
-        return ()
-    stages = _rule_stages(polarity="polarity" in wanted, values="values" in wanted)
-    if stages is None:
-        names = ", ".join(sorted(wanted))
-        raise StageUnavailable(f"stages {names} need index.guards, which is not installed")
-    found = {stage.name for stage in stages}
-    missing = sorted(wanted - found)
-    if missing:
-        raise StageUnavailable(f"index.guards does not provide stage {missing[0]!r}")
-    return stages
+    """Instantiate the named stages in the gateway's order. Raises `StageUnavailable` if one cannot load."""
+    try:
+        return _build(names)
+    except (ImportError, OSError, VerifierModelError) as exc:
+        raise StageUnavailable(f"stages {', '.join(names)} could not be loaded: {exc}") from exc
 
 
 class MemoStage:

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 from starlette.concurrency import run_in_threadpool
 
+from index import registry
 from index.cache import Cache, CacheConfig
 from index.decision import MatchPolicy
 from index.decisions import DecisionLog, DecisionRecord
@@ -33,11 +34,9 @@ log = logging.getLogger("deja.runtime")
 
 
 def build_stages(settings: Settings) -> tuple[Stage, ...]:
-    if not (settings.guard_polarity or settings.guard_values):
-        return ()
-    from index.guards import rule_stages
-
-    return rule_stages(polarity=settings.guard_polarity, values=settings.guard_values)
+    names = [name for name, on in (("polarity", settings.guard_polarity), ("values", settings.guard_values),
+                                   ("verifier", settings.verifier)) if on]
+    return registry.build_stages(names, settings.verifier_min_probability)
 
 
 def build_upstream(settings: Settings, transport: httpx.AsyncBaseTransport | None = None) -> Upstream:

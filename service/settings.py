@@ -33,6 +33,9 @@ class Settings(BaseSettings):
     candidates: int = Field(3, ge=1, le=50, description="Nearest neighbours verified per semantic lookup")
     guard_polarity: bool = Field(True, description="Veto candidates that differ by a negation or reversal")
     guard_values: bool = Field(True, description="Veto candidates that differ in a number, name or other value")
+    verifier: bool = Field(False, description="Run the learned cross-encoder verifier on surviving candidates")
+    verifier_min_probability: float | None = Field(
+        None, ge=0.0, le=1.0, description="P(same answer) the verifier needs; empty = the model's calibrated default")
     namespace_secret: SecretStr | None = Field(None, description="HMAC secret for namespaces; default generated")
     admin_token: SecretStr | None = Field(None, description="Bearer token for /deja/* admin endpoints")
     ttl_seconds: float | None = Field(7 * 24 * 3600, ge=0, description="Default entry lifetime; empty = forever")

@@ -132,7 +132,8 @@ def test_unavailable_stage_exits_1(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "index.guards", None)
     code, _, err = _run("sweep", "--dataset", PAIRS, "--stages", "polarity", *FAST)
     assert code == 1
-    assert err.startswith("error: stages polarity need index.guards")
+    assert err.startswith("error: stages polarity could not be loaded")
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_replay_prints_a_row_per_threshold() -> None:
