@@ -1,7 +1,5 @@
-"""Value slots of a prompt: numbers with units, dates, times, versions, quoted text, code and named things.
-
-Each slot becomes a `Value` whose `key` is equal for equivalent spellings ("5 km" / "five kilometers",
-"Python" / "python", "$5" / "5 USD") so that two prompts can be compared as multisets of keys.
+"""Value slots of a prompt (numbers with units, dates, times, versions, quotes, code, named things), each
+with a canonical key so that equivalent spellings compare equal ("5 km" / "five kilometers", "$5" / "5 USD").
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ from index.guards.numbers import (
     parse_words,
     scaled,
 )
+from index.guards.tokens import Token, tokenize
 
 # Families: a missing or extra value vetoes for strong values; weak values veto only when both prompts
 # have an unmatched value of the same family (annual vs monthly; "one" vs "two").
@@ -27,26 +26,6 @@ WEAK_ENTITY_KINDS = frozenset({"plan", "reldate", "season", "tech", "operation"}
 # Named times of day.
 _CLOCK_WORDS = {"midnight": "00:00", "noon": "12:00", "midday": "12:00"}
 
-_TOKEN = re.compile(
-    r"""
-    `(?P<code>[^`]+)`
-    | [\"“”](?P<dq>[^\"“”\n]{1,80})[\"“”]
-    | (?<![\w'])'(?P<sq>[^'\n]{1,60})'(?![\w'])
-    | (?P<url>(?:https?://|www\.)[^\s)\]}>\"']*[^\s)\]}>\"'.,;:?!]|[\w.+-]+@[\w-]+\.\w+(?:\.\w+)*)
-    | (?P<time>\b\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\b\.?)?|\b\d{1,2}\s*[ap]\.?m\b\.?)
-    | (?P<date>\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b)
-    | (?<![\w-])(?P<flag>--?[A-Za-z][\w-]*)
-    | (?<![\w.:/])(?P<field>[A-Za-z_]\w*:[\w.@/-]*\w)
-    | (?<![\w.])(?P<path>(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)*)
-    | (?P<cur>[$€£¥₹₩₽₺])\s?(?P<amount>\d[\d,]*(?:\.\d+)?)
-    | (?P<num>(?:(?<![\w)])[-−](?=\d))?\d+(?:,\d{3})*(?:\.\d+)*)(?P<suffix>[A-Za-z°%℃℉µ²]+)?
-    | (?P<word>[A-Za-z_][\w']*(?:[.+#-][\w+#]+)*[+#]*)
-    | (?P<sym>°[CFcf](?![a-z])|[%°$€£¥₹℃℉])
-    | (?<!\S)(?P<op>[-+*/^=×÷−])(?!\S)|(?P<op2>(?<=\w)[+*^=×÷](?=\w))
-    | (?P<stop>[.!?:;\n(\[])
-    """,
-    re.VERBOSE,
-)
 _ORDINAL_SUFFIX = frozenset({"st", "nd", "rd", "th"})
 _NOT_NAMES = frozenset({"I", "I'm", "I've", "I'd", "I'll", "OK", "Ok", "Mr", "Mrs", "Ms", "Dr", "Hi", "Hey"})
 _ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "a.m", "p.m"})
@@ -85,35 +64,6 @@ class Analysis:
     roles: tuple[tuple[str, Value], ...]
 
 
-@dataclass(frozen=True)
-class Token:
-    kind: str
-    text: str
-    sentence_start: bool
-    # amount for a currency-prefixed number, suffix for a number with letters attached
-    extra: str = ""
-
-
-def tokenize(text: str) -> list[Token]:
-    tokens: list[Token] = []
-    start = True
-    for match in _TOKEN.finditer(text.replace("’", "'").replace("‘", "'")):
-        kind = match.lastgroup or ""
-        if kind == "stop":
-            start = True
-            continue
-        if kind in {"suffix", "amount"}:
-            kind = "num" if kind == "suffix" else "cur"
-        group = {"dq": "quote", "sq": "quote", "op2": "op"}.get(kind, kind)
-        value = match.group(kind)
-        if group == "word" and value.endswith("'s"):
-            value = value[:-2]  # possessive: Python's -> Python
-        extra = match.group("suffix") or "" if kind == "num" else match.group("amount") or ""
-        tokens.append(Token(group, value, start, extra))
-        start = False
-    return tokens
-
-
 def _is_title_case(tokens: list[Token]) -> bool:
     """Headline or all-caps styling, where capitals say nothing about names."""
     words = [t.text for t in tokens if t.kind == "word" and t.text.isalpha()]
@@ -130,6 +80,16 @@ class Extractor:
     def __init__(self, lexicon: Lexicon) -> None:
         self._lex = lexicon
         self._currencies = frozenset(u.canonical for u in lexicon.units.values() if u.dimension == "currency")
+        # Every lowercase word that can open a value; any other plain lowercase word is skipped at once.
+        self._cues = frozenset(
+            {key.split()[0] for key in lexicon.entities}
+            | {key.split()[0] for key in lexicon.units}
+            | lexicon.unit_starts
+            | _NUMBER_STARTS
+            | set(ORDINAL_WORDS)
+            | set(_CLOCK_WORDS)
+            | set(_OPERATOR_WORDS)
+        )
 
     def analyze(self, text: str) -> Analysis:
         tokens = tokenize(text)
@@ -201,7 +161,8 @@ class Extractor:
         used, number = (1, parse_digits(token.text)) if suffix else self._scaled(tokens, i, token.text)
         unit, unit_used = self._unit_after(tokens, i + used - 1, suffix)
         if unit is not None:
-            return used + unit_used, [_quantity(number, unit.canonical, f"{token.text}{suffix} {unit.surface}")]
+            surface = token.text + suffix if suffix else f"{token.text} {unit.surface}"
+            return used + unit_used, [_quantity(number, unit.canonical, surface)]
         if suffix:  # 64bit, 4K ...: keep the whole thing as one value
             return used, [Value("name", (token.text + suffix).lower(), token.text + suffix, True)]
         return used, [Value("number", number, token.text, True)]
@@ -236,46 +197,62 @@ class Extractor:
         return Value("unit", unit.canonical, text, True)
 
     def _word(self, tokens: list[Token], i: int, names_by_case: bool) -> tuple[int, list[Value]]:
-        entity, used = self._entity(tokens, i)
         token = tokens[i]
+        text = token.text
+        if text.islower() and text.isalpha() and text not in self._cues and text[:-1] not in self._cues:
+            return 1, []  # the common case: a plain word that starts no value (checked in O(1))
+        entity, used = self._entity(tokens, i)
         if entity is not None:
             surface = " ".join(t.text for t in tokens[i : i + used])
             strong = entity.kind not in WEAK_ENTITY_KINDS
             family = "name" if strong else entity.kind
             return used, [Value(family, entity.canonical, surface, strong, "list")]
-        lower = token.text.lower()
-        words = [t.text.lower() for t in tokens[i : i + 8] if t.kind == "word"]
-        run = parse_words(words) if lower in _NUMBER_STARTS else None
-        if run is not None and (run[1] > 1 or lower != "a"):
-            value, length = run
-            surface = " ".join(words[:length])
-            unit, unit_used = self._unit_after(tokens, i + length - 1, "")
-            if unit is not None:
-                return length + unit_used, [_quantity(canonical(value), unit.canonical, f"{surface} {unit.surface}")]
-            return length, [Value("number", canonical(value), surface, surface != "one")]
+        lower = text.lower()
+        if lower in _NUMBER_STARTS:
+            found = self._number_words(tokens, i)
+            if found is not None:
+                return found
         if lower in _CLOCK_WORDS:
-            return 1, [Value("time", _CLOCK_WORDS[lower], token.text, True)]
+            return 1, [Value("time", _CLOCK_WORDS[lower], text, True)]
         if lower in _OPERATOR_WORDS:
-            return 1, [Value("op", _OPERATOR_WORDS[lower], token.text, False, "op")]
-        if token.text in _ROMAN and _after_name(tokens, i):  # World War II, Louis XIV
-            return 1, [Value("number", str(_ROMAN[token.text]), token.text, True)]
-        if lower in ORDINAL_WORDS and not self._unit_follows_number(tokens, i):
-            return 1, [Value("ordinal", str(ORDINAL_WORDS[lower]), token.text, False)]
+            return 1, [Value("op", _OPERATOR_WORDS[lower], text, False, "op")]
+        if text in _ROMAN and _after_name(tokens, i):  # World War II, Louis XIV
+            return 1, [Value("number", str(_ROMAN[text]), text, True)]
+        if lower in ORDINAL_WORDS:
+            return 1, [Value("ordinal", str(ORDINAL_WORDS[lower]), text, False)]
         unit_used, unit = self._unit_words(tokens, i)
         if unit is not None:
-            nxt = tokens[i + unit_used] if i + unit_used < len(tokens) else None
-            if unit.canonical in self._currencies and nxt is not None and nxt.kind == "num" and not nxt.extra:
-                used, number = self._scaled(tokens, i + unit_used, nxt.text)  # USD 5, Rs 500
-                return unit_used + used, [_quantity(number, unit.canonical, f"{unit.surface} {nxt.text}")]
-            return unit_used, [unit]
-        version = _VERSION.match(token.text)
+            return self._currency_first(tokens, i, unit_used, unit) or (unit_used, [unit])
+        version = _VERSION.match(text)
         if version:
-            return 1, [Value("number", parse_digits(version.group(1)), token.text, True)]
+            return 1, [Value("number", parse_digits(version.group(1)), text, True)]
         return 1, self._name(token, names_by_case)
+
+    def _number_words(self, tokens: list[Token], i: int) -> tuple[int, list[Value]] | None:
+        """A run of number words ("twenty five", "two dozen", "a hundred"), with its unit if one follows."""
+        words = [t.text.lower() for t in tokens[i : i + 8] if t.kind == "word"]
+        run = parse_words(words)
+        if run is None or (run[1] == 1 and words[0] in {"a", "an"}):
+            return None
+        value, length = run
+        surface = " ".join(words[:length])
+        unit, unit_used = self._unit_after(tokens, i + length - 1, "")
+        if unit is not None:
+            return length + unit_used, [_quantity(canonical(value), unit.canonical, f"{surface} {unit.surface}")]
+        return length, [Value("number", canonical(value), surface, surface != "one")]
+
+    def _currency_first(self, tokens: list[Token], i: int, width: int, unit: Value) -> tuple[int, list[Value]] | None:
+        """A currency named before its amount ("USD 5", "Rs 500"): `width` words at `i`, then the number."""
+        nxt = tokens[i + width] if i + width < len(tokens) else None
+        if unit.canonical not in self._currencies or nxt is None or nxt.kind != "num" or nxt.extra:
+            return None
+        used, number = self._scaled(tokens, i + width, nxt.text)
+        return width + used, [_quantity(number, unit.canonical, f"{unit.surface} {nxt.text}")]
 
     def _unit_words(self, tokens: list[Token], i: int) -> tuple[int, Value | None]:
         """A unit named without a number ("in kilometers per hour", "degrees F", "monthly"): weak."""
-        for width in (3, 2, 1):
+        widths = (3, 2, 1) if tokens[i].text.lower() in self._lex.unit_starts else (1,)
+        for width in widths:
             span = tokens[i : i + width]
             if len(span) != width or any(t.kind != "word" for t in span):
                 continue
@@ -288,9 +265,6 @@ class Extractor:
                 return width, Value("unit", unit.canonical, text, False)
         return 1, None
 
-    def _unit_follows_number(self, tokens: list[Token], i: int) -> bool:
-        return i > 0 and tokens[i - 1].kind == "num"
-
     def _name(self, token: Token, names_by_case: bool) -> list[Value]:
         text = token.text
         lower = text.lower().rstrip(".")
@@ -302,21 +276,17 @@ class Extractor:
         code_like = "_" in text or "." in text.strip(".") or any(c.isdigit() for c in text) or _CAMEL.search(text)
         if code_like:
             return [Value("name", lower, text, True, "code")]
-        if "-" in text:  # a name inside a compound: Paris-based, Python-only
-            parts = text.split("-")
-            found = (
-                self._name(Token("word", part, token.sentence_start and n == 0), names_by_case)
-                for n, part in enumerate(parts)
-                if len(part) > 1  # big-O: a lone letter names nothing
-            )
-            return [value for values in found for value in values]
+        if token.piece and len(text) == 1:
+            return []  # big-O, X-ray: a lone letter in a compound names nothing
         capital = text[0].isupper() and not token.sentence_start
         if names_by_case and capital:
             return [Value("name", lower.split("'")[0], text, True, "case")]
         return []
 
     def _entity(self, tokens: list[Token], i: int) -> tuple[Entity | None, int]:
-        for width in range(min(self._lex.max_entity_words, len(tokens) - i), 0, -1):
+        first = tokens[i].text
+        longest = self._lex.max_entity_words if first.lower() in self._lex.entity_starts else 1
+        for width in range(min(longest, len(tokens) - i), 0, -1):
             span = tokens[i : i + width]
             if any(t.kind != "word" for t in span):
                 continue

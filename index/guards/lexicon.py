@@ -1,12 +1,11 @@
-"""Word lists of the rule stages, read once from the package data (never from system paths).
-
-- antonyms.tsv: derived from WordNet 3.0 by scripts/build_antonyms.py (licence in WORDNET_LICENSE.txt);
-- reversals.tsv: hand-written opposites WordNet lacks (with/without, enable/disable, upload/download);
-- units.tsv: unit, period and currency aliases; entities.tsv: named-thing categories.
+"""Word lists of the rule stages, read once from the package data (never from system paths); see
+data/: WordNet-derived antonyms.tsv and english_words.txt.gz (WORDNET_LICENSE.txt), hand-written
+reversals.tsv, units.tsv, entities.tsv and common_terms.txt.
 """
 
 from __future__ import annotations
 
+import gzip
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -45,8 +44,13 @@ class Lexicon:
     entities: dict[str, Entity]
     # exact-case term -> entity, for terms that are also common words (Turkey, May, Go)
     cased_entities: dict[str, Entity]
-    # longest entity term, in words
+    # longest entity term, in words, and the lowercase first words of multi-word terms
     max_entity_words: int
+    entity_starts: frozenset[str]
+    # lowercase first words of multi-word unit aliases ("square feet", "degrees celsius")
+    unit_starts: frozenset[str]
+    # every single-word WordNet lemma and irregular form: what is not in it is likely a name
+    english: frozenset[str]
 
 
 def _rows(name: str) -> Iterator[list[str]]:
@@ -107,4 +111,16 @@ def load() -> Lexicon:
         target.setdefault(key, Entity(kind, canonical))
         longest = max(longest, len(key.split()))
     direct, indirect = _antonyms()
-    return Lexicon(direct, indirect, _units(), entities, cased, longest)
+    units = _units()
+    starts = frozenset(key.split()[0].lower() for key in (*entities, *cased) if " " in key)
+    unit_starts = frozenset(key.split()[0] for key in units if " " in key) | {"degree", "degrees", "deg", "°"}
+    return Lexicon(direct, indirect, units, entities, cased, longest, starts, unit_starts, _english())
+
+
+def _english() -> frozenset[str]:
+    data = resources.files("index.guards").joinpath("data")
+    words = set(gzip.decompress(data.joinpath("english_words.txt.gz").read_bytes()).decode("utf-8").split())
+    for line in data.joinpath("common_terms.txt").read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            words.update(line.split())
+    return frozenset(words)

@@ -1,35 +1,34 @@
-"""PolarityStage: veto a hit when one prompt negates or reverses the other.
-
-"Is the API rate limited?" vs "Is the API not rate limited?" (a negation on one side only) and
-"enable 2FA" vs "disable 2FA" (an antonym in the differing words) are vetoed; "Is X not allowed?" vs
-"Is X disallowed?" flips twice (negation + antonym, next to each other) and passes.
+"""PolarityStage: veto a hit when one prompt negates or reverses the other ("Is the API rate limited?"
+vs "Is the API not rate limited?", "enable 2FA" vs "disable 2FA"), while double flips cancel.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import pairwise
 
 from index.guards.lexicon import Lexicon, load
-from index.guards.text import FUNCTION_WORDS, differing_spans, stem, words
+from index.guards.text import CACHE_SIZE, FUNCTION_WORDS, differing_spans, stem, words
 from index.stages import StageResult
 
 NEGATION_CUES = frozenset(
     {"not", "no", "never", "without", "none", "nobody", "nothing", "neither", "nor", "nowhere", "noone", "non"}
 )  # "non" is what is left of "non-blocking" once hyphens split words
 # Prefixes that negate a word: possible/impossible, install/uninstall, connect/disconnect.
-_NEGATING_PREFIXES = ("non", "un", "in", "im", "il", "ir", "dis", "de")
+_NEGATING_PREFIXES = frozenset({"non", "un", "in", "im", "il", "ir", "dis", "de"})
 _MIN_BASE = 4
 # A negation cancels an antonym only when it governs it: "not allowed" vs "disallowed".
 _CANCEL_WINDOW = 4
 _STRONG, _WEAK = 2, 1
+_NONE: frozenset[str] = frozenset()
 _SHORT_PROMPT = 16
 # Verbs that carry a negation ("refuse to X" ~ "not X"): counted like "not", so "avoid giving" and
 # "refuse to provide" agree, while "Should AI refuse X?" vs "Should AI do X?" does not.
-_ALWAYS_NEGATING = frozenset(
-    stem(w) for w in ("prevent", "avoid", "refuse", "decline", "deny", "withhold", "omit")
-)
+_ALWAYS_NEGATING = frozenset(stem(w) for w in ("prevent", "avoid", "withhold", "omit"))
+# Only before "to": "decline to answer" negates, "my card was declined" reports a state.
+_NEGATING_WITH_TO = frozenset(stem(w) for w in ("refuse", "decline"))
 _NEGATING_WITH_FROM = frozenset(stem(w) for w in ("stop", "keep", "block", "ban", "prohibit", "forbid", "bar"))
 _FROM_WINDOW = 4
 _DEGREE_WORDS = frozenset({"more", "less", "most", "least", "fewer", "fewest"})
@@ -41,6 +40,8 @@ class _Parsed:
     stems: tuple[str, ...]
     # positions of negation cues that negate (not "whether or not", "not only", "no matter")
     negations: tuple[int, ...]
+    # per token, what it negates by prefix: "unlimited" -> {"limited"}
+    prefix_bases: tuple[frozenset[str], ...]
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,8 @@ def _negating_verb(tokens: tuple[str, ...], i: int) -> bool:
     key = stem(tokens[i])
     if key in _ALWAYS_NEGATING:
         return True
+    if key in _NEGATING_WITH_TO:
+        return tokens[i + 1 : i + 2] == ("to",)
     if key not in _NEGATING_WITH_FROM:
         return False
     window = tokens[i + 1 : i + 2 + _FROM_WINDOW]
@@ -71,8 +74,8 @@ def _negations(tokens: tuple[str, ...]) -> tuple[int, ...]:
             continue
         before = tokens[i - 1] if i else ""
         after = tokens[i + 1] if i + 1 < len(tokens) else ""
-        if before == "or" and token in {"not", "no"}:
-            continue  # "whether or not", "yes or no"
+        if token in {"not", "no"} and (before == "or" or tokens[max(i - 2, 0) : i] == ("or", "why")):
+            continue  # "whether or not", "yes or no", "why or why not"
         if (token, after) in {("not", "only"), ("no", "matter"), ("no", "doubt")}:
             continue
         if token == "no" and after[:1].isdigit():
@@ -84,14 +87,28 @@ def _negations(tokens: tuple[str, ...]) -> tuple[int, ...]:
 
 
 class PolarityStage:
-    """Rule stage: the two prompts must agree in negation and must not swap a word for its opposite."""
+    """Rule stage: the two prompts must agree in negation and must not swap a word for its opposite.
+
+    Both prompts are tokenised (contractions expanded: can't -> can not) and stemmed, then aligned with
+    difflib. Two signals, combined by parity:
+    - negation count: cues (not, no, never, without, nobody ...; prevent/avoid; "refuse to"; "stop X from
+      doing") counted per prompt, so a "not" that only moved in a paraphrase cancels out;
+    - opposites among the words that differ: WordNet antonyms and hand-written reversals (enable/disable,
+      with/without, upload/download), a negating prefix (limited/unlimited). Noisy pairs (indirect WordNet
+      antonyms, on/off) must sit in the same aligned block, and in long prompts every pair must.
+    One extra negation right before one opposite ("not allowed" / "disallowed"), or a degree word right before
+    one ("more patient" / "less impatient"), flips twice and passes; anything else that flips vetoes.
+    """
 
     name = "polarity"
 
-    def __init__(self, lexicon: Lexicon | None = None) -> None:
+    def __init__(self, lexicon: Lexicon | None = None, cache_size: int = CACHE_SIZE) -> None:
+        """`cache_size` prompts keep their analysis (LRU); 0 analyses every prompt afresh."""
         lex = lexicon or load()
         self._antonyms = lex.antonyms
         self._indirect = lex.indirect_antonyms
+        # A cached prompt is checked against many queries: parse each text once (bounded, thread-safe).
+        self._parse = lru_cache(maxsize=cache_size)(self._uncached_parse)
 
     def check(self, query: str, cached: str) -> StageResult:
         q, c = self._parse(query), self._parse(cached)
@@ -118,9 +135,10 @@ class PolarityStage:
         pairs = ", ".join(f"{f.q_word}/{f.c_word}" for f in cancelled)
         return StageResult(self.name, passed=True, reason=f"double flip cancels: {note}{pairs}")
 
-    def _parse(self, text: str) -> _Parsed:
+    def _uncached_parse(self, text: str) -> _Parsed:
         tokens = words(text)
-        return _Parsed(tokens, tuple(stem(t) for t in tokens), _negations(tokens))
+        bases = tuple(_prefix_bases(t) for t in tokens)
+        return _Parsed(tokens, tuple(stem(t) for t in tokens), _negations(tokens), bases)
 
     def _flips(self, q: _Parsed, c: _Parsed) -> list[_Flip]:
         """Opposite word pairs between the differing spans, each word used once; moved words ignored.
@@ -142,22 +160,23 @@ class PolarityStage:
         for i in q_only:
             if i in q.negations:
                 continue
+            direct = self._antonyms.get(q.stems[i], _NONE)
+            indirect = self._indirect.get(q.stems[i], _NONE)
             for j in c_only:
                 if j in used or j in c.negations:
                     continue
-                strength = self._opposite(q.tokens[i], q.stems[i], c.tokens[j], c.stems[j])
-                if (strength == _STRONG and short) or (strength and q_block[i] == c_block[j]):
+                if c.stems[j] in direct or c.tokens[j] in q.prefix_bases[i] or q.tokens[i] in c.prefix_bases[j]:
+                    function_word = q.tokens[i] in FUNCTION_WORDS or c.tokens[j] in FUNCTION_WORDS
+                    strength = _WEAK if function_word else _STRONG
+                elif c.stems[j] in indirect:
+                    strength = _WEAK
+                else:
+                    continue
+                if (strength == _STRONG and short) or q_block[i] == c_block[j]:
                     flips.append(_Flip(q.tokens[i], c.tokens[j], i, j))
                     used.add(j)
                     break
         return flips
-
-    def _opposite(self, a: str, a_stem: str, b: str, b_stem: str) -> int:
-        """_STRONG, _WEAK or 0: how surely `a` and `b` are opposites."""
-        direct = b_stem in self._antonyms.get(a_stem, ()) or _prefix_negated(a, b) or _prefix_negated(b, a)
-        if direct:
-            return _WEAK if a in FUNCTION_WORDS or b in FUNCTION_WORDS else _STRONG
-        return _WEAK if b_stem in self._indirect.get(a_stem, ()) else 0
 
     def _cancels(self, q: _Parsed, c: _Parsed, flip: _Flip, extra: int) -> bool:
         """The extra negation sits just before its side's half of the antonym pair ("not allowed")."""
@@ -200,10 +219,10 @@ def _drop_moved(indexes: list[int], stems: tuple[str, ...], moved: Counter[str])
     return kept
 
 
-def _prefix_negated(word: str, base: str) -> bool:
-    """`word` is `base` with a negating prefix: unlimited/limited, disconnect/connect."""
-    return any(
-        word == prefix + base or word == prefix + "-" + base
+def _prefix_bases(word: str) -> frozenset[str]:
+    """The words `word` negates by a prefix: unlimited -> limited, disconnect -> connect."""
+    return frozenset(
+        word[len(prefix) :]
         for prefix in _NEGATING_PREFIXES
-        if len(base) >= _MIN_BASE
+        if word.startswith(prefix) and len(word) - len(prefix) >= _MIN_BASE
     )

@@ -1,7 +1,5 @@
-"""Text normalisation shared by the rule stages: contractions, word tokens and a small suffix stripper.
-
-`stem` is not a linguistic lemmatiser; it only has to map inflections of one word to one key
-(enable/enabled/enabling -> "enabl") and be applied the same way to prompts and to the lexicons.
+"""Text normalisation shared by the rule stages: contractions, word tokens, alignment, and a small
+suffix stripper (`stem`) applied alike to prompts and lexicons (enable/enabled/enabling -> "enabl").
 """
 
 from __future__ import annotations
@@ -17,27 +15,35 @@ def word_set(text: str) -> frozenset[str]:
 
 _APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'", "´": "'"})
 
-# Order matters: irregular negative contractions before the generic n't rule.
-_CONTRACTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern), replacement)
-    for pattern, replacement in (
-        (r"\bcan'?t\b", "can not"),
-        (r"\bcannot\b", "can not"),
-        (r"\bwon'?t\b", "will not"),
-        (r"\bshan'?t\b", "shall not"),
-        (r"\bain'?t\b", "is not"),
-        (r"\b(do|does|did|is|are|was|were|has|have|had|would|should|could|must|need|might)n'?t\b", r"\1 not"),
-        (r"\b(\w+)n't\b", r"\1 not"),
-        (r"\b(it|that|what|where|who|how|there|here|he|she|when|why|which)'s\b", r"\1 is"),
-        (r"\blet's\b", "let us"),
-        (r"'re\b", " are"),
-        (r"'ll\b", " will"),
-        (r"'ve\b", " have"),
-        (r"'m\b", " am"),
-        (r"'d\b", " would"),
-        (r"'s\b", ""),  # possessive
-    )
+_IRREGULAR_NEGATIVES = {
+    "cant": "can not", "can't": "can not", "cannot": "can not", "wont": "will not", "won't": "will not",
+    "shant": "shall not", "shan't": "shall not", "aint": "is not", "ain't": "is not",
+}
+_CLITICS = {"re": " are", "ll": " will", "ve": " have", "m": " am", "d": " would", "s": ""}
+# One pass over every contraction: irregular negatives, "n't" (also without the apostrophe after an
+# auxiliary: "dont"), "it's"-style "is", "let's", then the other clitics ('s alone is a possessive).
+_CONTRACTION = re.compile(
+    r"\b(?P<irregular>can'?t|cannot|won'?t|shan'?t|ain'?t)\b"
+    r"|\b(?P<aux>do|does|did|is|are|was|were|has|have|had|would|should|could|must|need|might)n'?t\b"
+    r"|\b(?P<word>\w+)n't\b"
+    r"|\b(?P<is>it|that|what|where|who|how|there|here|he|she|when|why|which)'s\b"
+    r"|\b(?P<let>let)'s\b"
+    r"|'(?P<clitic>re|ll|ve|m|d|s)\b"
 )
+
+
+def _expand(match: re.Match[str]) -> str:
+    groups = match.groupdict()
+    if groups["irregular"]:
+        return _IRREGULAR_NEGATIVES[groups["irregular"]]
+    if groups["aux"] or groups["word"]:
+        return f"{groups['aux'] or groups['word']} not"
+    if groups["is"]:
+        return f"{groups['is']} is"
+    if groups["let"]:
+        return "let us"
+    return _CLITICS[groups["clitic"]]
+
 
 # A trailing tag question ("..., isn't it?") repeats the clause's polarity inverted; it asks nothing new.
 _TAG_QUESTION = re.compile(
@@ -77,6 +83,8 @@ FUNCTION_WORDS = word_set(
 _VOWELS = frozenset("aeiouy")
 _KEEP_DOUBLE = frozenset("lsz")
 MIN_STEM = 3
+# Prompts whose analysis each stage keeps (an LRU): the cached side of a check repeats across queries.
+CACHE_SIZE = 4096
 
 
 def _undouble(word: str) -> str:
@@ -101,13 +109,13 @@ def stem(word: str) -> str:
         return _IRREGULAR[word]
     if len(word) <= MIN_STEM or not word.isalpha() or word in _UNINFLECTED:
         return word
-    base: str | None = word
+    base = word
     if word.endswith(("ies", "ied")) and len(word) > 4:
         base = word[:-3] + "y"
     elif word.endswith("sses"):
         base = word[:-2]
     elif word.endswith(("ss", "us", "is")):
-        base = word
+        pass  # class, status, analysis: not plurals
     elif word.endswith(("ches", "shes", "xes", "zes")):
         base = word[:-2]
     elif word.endswith("s"):
@@ -116,7 +124,6 @@ def stem(word: str) -> str:
         base = _strip_ending(word, "ing") or word
     elif word.endswith("ed"):
         base = _strip_ending(word, "ed") or word
-    assert base is not None
     if base.endswith("e") and len(base) > MIN_STEM:
         base = base[:-1]
     return base
@@ -125,12 +132,12 @@ def stem(word: str) -> str:
 def normalize(text: str) -> str:
     """Lowercase, unify apostrophes, expand contractions and drop a trailing tag question."""
     text = text.translate(_APOSTROPHES).lower().strip()
-    text = _TAG_QUESTION.sub("", text)
+    if "," in text:
+        text = _TAG_QUESTION.sub("", text)
     text = _INTERJECTION.sub("", text)
-    text = _FREE_OF.sub(r"without \1", text)
-    for pattern, replacement in _CONTRACTIONS:
-        text = pattern.sub(replacement, text)
-    return text
+    if "-free" in text:
+        text = _FREE_OF.sub(r"without \1", text)
+    return _CONTRACTION.sub(_expand, text)
 
 
 def words(text: str) -> tuple[str, ...]:

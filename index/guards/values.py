@@ -1,7 +1,5 @@
-"""ValueStage: veto a hit when the prompts differ in a value slot (number, unit, date, name, code ...).
-
-"Convert 5 km to miles" and "how many miles is 5 kilometers" carry the same values and pass;
-"5 km" vs "5 miles", "Python 3.11" vs "3.12" or "annual" vs "monthly" plans do not.
+"""ValueStage: veto a hit when the prompts differ in a value slot: a number, unit, date, version,
+quoted string, identifier or named thing ("Python 3.11" vs "3.12", "annual" vs "monthly" plans).
 """
 
 from __future__ import annotations
@@ -10,15 +8,16 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from index.guards.extract import Extractor, Value
 from index.guards.lexicon import Lexicon, load
-from index.guards.text import words
+from index.guards.terms import TermCheck
+from index.guards.text import CACHE_SIZE, words
 from index.stages import StageResult
 
 _WORD = re.compile(r"[\w.+#$€£¥%°-]+")
 _INITIALS_SKIP = frozenset({"of", "the", "and", "for", "a", "an", "to", "in", "on", "&"})
-_MAX_ACRONYM = 6
 # Value families that can stand in one another's role; all others are names of things.
 _ROLE_GROUP = {"number": "amount", "ordinal": "amount", "time": "amount", "date": "amount", "unit": "unit"}
 
@@ -29,35 +28,60 @@ class _Side:
     # lowercase surface words, used to forgive a value the other prompt spells without its cue
     # (a name written in lowercase, a name inside a headline-cased prompt)
     words: frozenset[str]
+    tokens: tuple[str, ...]
     # marker -> the first value after it
     roles: tuple[tuple[str, Value], ...]
-    # initials of each run of 2-6 content words ("paid time off" -> "pto"), and the acronyms used
-    initials: frozenset[str]
+    # the acronyms used
     acronyms: frozenset[str]
+
+    def spells(self, acronym: str) -> bool:
+        """Some run of content words here has `acronym` as initials ("paid time off" -> "pto")."""
+        content = [t for t in self.tokens if t not in _INITIALS_SKIP and t[:1].isalpha()]
+        initials = "".join(w[0] for w in content)
+        return len(acronym) >= 2 and acronym in initials
 
 
 class ValueStage:
-    """Rule stage: the two prompts must carry the same multiset of value slots."""
+    """Rule stage: the two prompts must carry the same multiset of value slots.
+
+    Each prompt becomes a multiset of canonical values (see `extract`); they are compared as multisets, so
+    reordering passes ("convert 5 km to miles" / "how many miles is 5 kilometers"). A strong value (number,
+    quantity, date, time, quoted text, code, a listed or capitalised name) missing on either side vetoes; a
+    weak one (plan or fare tier, period, unit without a number, ordinal, acronym, tool) vetoes only against
+    another unmatched value of its family ("annual" vs "monthly"). Two more checks: the same values in
+    swapped roles ("km to miles" vs "miles to km"), and a one-for-one swap of words outside the English
+    vocabulary ("on proxmox" vs "on vmware", see `terms`).
+    """
 
     name = "values"
 
-    def __init__(self, lexicon: Lexicon | None = None) -> None:
-        self._extractor = Extractor(lexicon or load())
+    def __init__(self, lexicon: Lexicon | None = None, cache_size: int = CACHE_SIZE) -> None:
+        """`cache_size` prompts keep their analysis (LRU); 0 analyses every prompt afresh."""
+        lex = lexicon or load()
+        self._extractor = Extractor(lex)
+        self._terms = TermCheck(lex)
+        # A cached prompt is checked against many queries: analyse each text once (bounded, thread-safe).
+        self._side = lru_cache(maxsize=cache_size)(self._uncached_side)
 
     def check(self, query: str, cached: str) -> StageResult:
         q, c = self._side(query), self._side(cached)
-        only_q, only_c = _unmatched(q, c), _unmatched(c, q)
-        reason = _strong_difference(only_q, only_c) or _weak_difference(only_q, only_c) or _role_swap(q, c)
+        only_q, only_c = _loosely_paired(_unmatched(q, c), _unmatched(c, q))
+        reason = (
+            _strong_difference(only_q, only_c)
+            or _weak_difference(only_q, only_c)
+            or _role_swap(q, c)
+            or self._terms.difference(q.tokens, c.tokens)
+        )
         if reason:
             return StageResult(self.name, passed=False, reason=reason)
         return StageResult(self.name, passed=True, reason=f"{len(q.values)} values match")
 
-    def _side(self, text: str) -> _Side:
+    def _uncached_side(self, text: str) -> _Side:
         analysis = self._extractor.analyze(text)
         tokens = words(text)
         lowered = frozenset(tokens) | {w.lower() for w in _WORD.findall(text)}
         acronyms = frozenset(v.canonical for v in analysis.values if v.source == "acronym")
-        return _Side(analysis.values, lowered, analysis.roles, _initials(tokens), acronyms)
+        return _Side(analysis.values, lowered, tokens, analysis.roles, acronyms)
 
 
 def _unmatched(side: _Side, other: _Side) -> list[Value]:
@@ -76,22 +100,42 @@ def _unmatched(side: _Side, other: _Side) -> list[Value]:
 def _forgiven(value: Value, other: _Side) -> bool:
     """`other` carries the value without the cue that made it one here: a lowercase or quoted spelling,
     a headline-cased prompt, or an acronym for the words ("NZ" / "New Zealand", "PTO" / "paid time off")."""
-    plain = value.surface.lower().replace("-", " ").split()
+    plain = _WORD.findall(value.surface.lower().replace("-", " "))
     if value.family in {"name", "quote"} and plain and all(w in other.words for w in plain):
         return True
     if value.source == "acronym":
-        return value.canonical in other.initials
+        return other.spells(value.canonical)
     content = [w for w in plain if w not in _INITIALS_SKIP]
     return len(content) >= 2 and "".join(w[0] for w in content) in other.acronyms
 
 
-def _initials(tokens: tuple[str, ...]) -> frozenset[str]:
-    content = [t for t in tokens if t not in _INITIALS_SKIP and t[:1].isalpha()]
-    return frozenset(
-        "".join(w[0] for w in content[i : i + n])
-        for n in range(2, _MAX_ACRONYM + 1)
-        for i in range(len(content) - n + 1)
-    )
+def _loosely_paired(only_q: list[Value], only_c: list[Value]) -> tuple[list[Value], list[Value]]:
+    """Drop pairs that differ only in spelling a unit or an ordinal: "$300,000" / "300k",
+    "World War II" / "the Second World War"."""
+    rest_c = list(only_c)
+    rest_q: list[Value] = []
+    for value in only_q:
+        partner = next((v for v in rest_c if _loose_match(value, v)), None)
+        if partner is None:
+            rest_q.append(value)
+        else:
+            rest_c.remove(partner)
+    return rest_q, rest_c
+
+
+def _loose_match(a: Value, b: Value) -> bool:
+    amount = _amount(a)
+    if amount is None or amount != _amount(b):
+        return False
+    # the same number, once with a unit and once without, or once as an ordinal
+    return a.family != b.family or (" " in a.canonical) != (" " in b.canonical)
+
+
+def _amount(value: Value) -> str | None:
+    """The bare number of a number, quantity ("5 km" -> "5") or ordinal; None for other values."""
+    if value.family in {"number", "ordinal"}:
+        return value.canonical.split(" ", 1)[0]
+    return None
 
 
 def _describe(value: Value) -> str:
