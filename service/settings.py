@@ -11,8 +11,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from index.decision import DEFAULT_MIN_CONTEXT_SIMILARITY
 from index.keys import ContextMatch
 
-# Chosen by `python -m eval sweep` on datasets/pairs-dev.jsonl; see README "How the threshold was chosen".
-DEFAULT_MIN_SIMILARITY = 0.80
+# Chosen from `eval sweep` on datasets/pairs-dev.jsonl and `eval replay` on datasets/stream.jsonl; see README
+# "How the default threshold was chosen".
+DEFAULT_MIN_SIMILARITY = 0.90
 
 
 class Settings(BaseSettings):
