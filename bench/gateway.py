@@ -61,9 +61,10 @@ def in_process(tmp: Path, embedder: MiniLMEmbedder, repeat: int) -> list[tuple[s
     ]
 
 
-def over_http(tmp: Path, repeat: int) -> list[tuple[str, list[float]]]:
+def over_http(tmp: Path, repeat: int, threads: int) -> list[tuple[str, list[float]]]:
     with StubUpstream() as stub:
-        env = {"DEJA_UPSTREAM_URL": stub.url, "DEJA_DATA_DIR": str(tmp / "gw"), "DEJA_LOG_LEVEL": "warning"}
+        env = {"DEJA_UPSTREAM_URL": stub.url, "DEJA_DATA_DIR": str(tmp / "gw"), "DEJA_LOG_LEVEL": "warning",
+               "DEJA_EMBED_THREADS": str(threads)}
         gateway = GatewayProcess(env, tmp / "gw.log").start()
         try:
             with httpx.Client(base_url=gateway.url, headers={"Authorization": "Bearer sk-bench"}) as client:
@@ -88,11 +89,12 @@ def over_http(tmp: Path, repeat: int) -> list[tuple[str, list[float]]]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=200)
+    parser.add_argument("--threads", type=int, default=0, help="torch threads in both processes (0 = default)")
     args = parser.parse_args()
-    embedder = MiniLMEmbedder()
+    embedder = MiniLMEmbedder(threads=args.threads or None)
     with tempfile.TemporaryDirectory() as tmp:
         rows = in_process(Path(tmp), embedder, args.repeat)
-        rows += over_http(Path(tmp), args.repeat)
+        rows += over_http(Path(tmp), args.repeat, args.threads)
         rows.append(("embed one prompt (again, after)", timed_ms(lambda: embedder.embed([PARAPHRASE]), args.repeat)))
     reference = statistics.median(rows[0][1] + rows[-1][1])
     print(table(rows, reference))
