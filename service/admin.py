@@ -10,9 +10,10 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from index.decisions import Label, LabelSource
-from index.errors import NotFound, StoreUnavailable, Unauthorized
+from index.decision_log import Label, LabelSource
+from index.errors import StoreUnavailable
 from index.keys import namespace_for
+from service.errors import NotFound, Unauthorized
 from service.requests import bearer_token
 from service.runtime import Runtime
 
