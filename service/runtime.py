@@ -25,6 +25,7 @@ from index.maintenance import Maintainer
 from index.policy import MatchPolicy, build_policy
 from index.stages import build_stages
 from index.store import EntryStore, make_engine
+from service.credentials import credential_policy
 from service.metrics import Metrics
 from service.settings import Settings
 from service.upstream import Upstream
@@ -76,6 +77,7 @@ class Runtime:
         self.thresholds = Thresholds(policy)
         self.upstream = build_upstream(settings)
         self.secret = settings.secret_bytes()
+        self.credentials = credential_policy(settings)
         self._pending: list[DecisionRecord] = []
         self._pending_lock = threading.Lock()
         self._started = False
