@@ -22,6 +22,7 @@ from index.errors import StoreUnavailable
 from index.exact import ExactCache, LruExactCache, RedisExactCache
 from index.hnsw import SemanticIndex
 from index.maintenance import Maintainer
+from index.judge import load_judge
 from index.policy import MatchPolicy, build_policy
 from index.stages import build_stages
 from index.store import EntryStore, make_engine
@@ -70,8 +71,10 @@ class Runtime:
         self.embedder = MiniLMEmbedder(threads=settings.embed_threads or None)
         self.policy = policy = build_policy(settings)
         config = CacheConfig(policy, settings.ttl_seconds, settings.candidates, settings.decision_log_floor)
+        # A judge that cannot load stops start-up with its reason (JudgeModelError), like a bad setting would.
+        judge = load_judge(settings.judge_model) if policy.judged else None
         self.cache = Cache(exact, store, SemanticIndex(self.embedder.dim), self.embedder, config,
-                           build_stages(policy))
+                           build_stages(policy), judge=judge)
         self.maintainer = Maintainer(self.cache, settings.max_entries)
         self.decisions = DecisionLog(engine)
         self.thresholds = Thresholds(policy)
@@ -123,6 +126,8 @@ class Runtime:
         if evict:
             self.metrics.evictions.inc(self.maintainer.evict())
             self._label_metrics()
+            if self.policy.judged:
+                self.cache.histories = self.decisions.entry_histories()
         self.thresholds.by_namespace = self.decisions.thresholds()
         self.metrics.indexed.set(len(self.cache.index))
 
