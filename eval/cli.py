@@ -176,7 +176,8 @@ def sweep(
     _check_source(dataset, traffic, apply, namespace, max_false_hit_rate)
     overrides = {k: v for k, v in (("database_url", database_url), ("data_dir", data_dir)) if v is not None}
     settings = _settings(**overrides)
-    policy, chosen = _policy(settings, stages, decision)
+    # The decision log is swept over thresholds (`eval fit --traffic` refits the judge on it).
+    policy, chosen = _policy(settings, stages, DecisionMode.THRESHOLD if traffic and decision is None else decision)
     output = _Output(as_json, out)
     if policy.judged:
         if dataset is None:
