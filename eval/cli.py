@@ -185,7 +185,7 @@ def sweep(
                                      param_hint="--decision")
         floor = policy if threshold == DEFAULT_SWEEP_THRESHOLDS else policy.at(thresholds[0])
         _sweep_judge(dataset, fmt, embedder, floor, _budgets(budgets, floor), output, confidence,
-                     _load_judge(settings))
+                     _load_judge(settings), chosen)
         return
     config = SweepConfig(thresholds, _stage_sets(chosen, compare), max_false_hit_rate, confidence, policy)
     if dataset is not None:
@@ -254,7 +254,8 @@ def _load_judge(settings: Settings) -> Judge:
 
 
 def _sweep_judge(dataset: Path, fmt: DatasetFormat, embedder: EmbedderName, policy: MatchPolicy,
-                 budgets: tuple[float, ...], output: _Output, confidence: float, model: Judge) -> None:
+                 budgets: tuple[float, ...], output: _Output, confidence: float, model: Judge,
+                 stages: tuple[Stage, ...]) -> None:
     """`eval sweep --decision judge`: one row per budget, through the gateway's judge rule."""
     from eval.judge_sweep import judge_scores, run_judge_sweep
     from eval.metrics import roc_auc
@@ -269,11 +270,12 @@ def _sweep_judge(dataset: Path, fmt: DatasetFormat, embedder: EmbedderName, poli
     with _progress("embedding", len(texts_to_embed(pairs))) as advance:
         scored = score_pairs(pairs, encoder, progress=advance, context_match=policy.context_match)
     report = build_report(dataset.name, encoder.model_id, scored, SweepConfig((), (), None, confidence, policy))
-    report = dataclasses.replace(report, sweeps=(run_judge_sweep(scored, model, budgets, policy, confidence),))
+    report = dataclasses.replace(report, sweeps=(run_judge_sweep(scored, model, budgets, policy, confidence, stages),))
     auc = roc_auc([item.pair.same_answer for item in scored], judge_scores(scored, model))
     note = (f"judge {model.version} · candidate floor {policy.min_similarity:g} · ROC-AUC of P(same) "
             f"{'-' if auc is None else f'{auc:.3f}'} · rows are false-hit budgets (bar = "
-            + ", ".join(f"{b:g}: {model.cut(b):.3f}" for b in budgets) + ")")
+            + ", ".join(f"{b:g}: {model.cut(b):.3f}" for b in budgets) + ") · conversation pairs: cosine ≥ "
+            f"{policy.conversation_threshold:g} + stages {','.join(s.name for s in stages) or 'none'}")
     if output.out is not None:
         _write_files(report, output.out, None)
     if output.as_json:

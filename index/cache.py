@@ -135,6 +135,7 @@ class Cache:
         return QueryVectors(combined.astype(np.float32), prompt, context)
 
     def _semantic(self, key: CacheKey, policy: MatchPolicy, timings: dict[str, float], degraded: list[str]) -> Lookup:
+        policy = policy.for_request(conversation=key.context_text is not None)
         t0 = time.perf_counter()
         vectors = self.embed_request(key)
         t1 = time.perf_counter()

@@ -40,6 +40,8 @@ class MatchPolicy:
     With `decision` = judge, `min_similarity` is only the candidate floor of the index search; the judge
     scores the `judge_candidates` most similar candidates and serves one when its probability clears the bar
     that meets `max_false_hit_rate` (false hits / served, upper confidence bound on calibration data).
+    Multi-turn requests keep the conversation rule (cosine `conversation_threshold`, context threshold, the
+    stages over prompts and contexts): on conv-dev it served more same-answer pairs at no more false hits.
     """
 
     min_similarity: float
@@ -50,9 +52,10 @@ class MatchPolicy:
     decision: DecisionMode = DecisionMode.THRESHOLD
     max_false_hit_rate: float = DEFAULT_MAX_FALSE_HIT_RATE
     judge_candidates: int = DEFAULT_JUDGE_CANDIDATES
+    conversation_threshold: float = DEFAULT_MIN_SIMILARITY
 
     def __post_init__(self) -> None:
-        for name in ("min_similarity", "min_context_similarity"):
+        for name in ("min_similarity", "min_context_similarity", "conversation_threshold"):
             value = getattr(self, name)
             if not -1.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be a cosine similarity in [-1, 1], got {value}")
@@ -79,6 +82,13 @@ class MatchPolicy:
     def judged(self) -> bool:
         return self.decision is DecisionMode.JUDGE
 
+    def for_request(self, conversation: bool) -> MatchPolicy:
+        """The policy that decides one request: a multi-turn request in judge mode uses the conversation rule."""
+        if self.judged and conversation:
+            return dataclasses.replace(self, decision=DecisionMode.THRESHOLD,
+                                       min_similarity=self.conversation_threshold)
+        return self
+
 
 # The policy with every default, for callers that vary one part of it (a sweep varies the threshold).
 DEFAULT_POLICY = MatchPolicy(DEFAULT_MIN_SIMILARITY)
@@ -91,14 +101,13 @@ def default_min_similarity(decision: DecisionMode) -> float:
 
 def build_policy(settings: Settings) -> MatchPolicy:
     """The deployment's policy, as the gateway runs it and `eval` measures it. In judge mode the rule stages
-    are the judge's features, not vetoes, so no stage runs."""
+    are the judge's features for single-turn requests and run as vetoes only in the conversation rule."""
     flags = {"polarity": settings.guard_polarity, "values": settings.guard_values, "verifier": settings.verifier}
-    judged = settings.decision is DecisionMode.JUDGE
     floor = settings.min_similarity
     return MatchPolicy(
         min_similarity=default_min_similarity(settings.decision) if floor is None else floor,
         min_context_similarity=settings.min_context_similarity,
-        stages=() if judged else tuple(name for name in STAGE_ORDER if flags[name]),
+        stages=tuple(name for name in STAGE_ORDER if flags[name]),
         verifier_min_probability=settings.verifier_min_probability,
         context_match=settings.context_match,
         decision=settings.decision,

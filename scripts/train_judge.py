@@ -33,7 +33,13 @@ sys.path.insert(0, str(ROOT))
 from eval.datasets import load_pairs  # noqa: E402
 from eval.sweep import comparable_keys  # noqa: E402
 from index.judge import (  # noqa: E402
-    CONFIDENCE, Calibration, Judge, false_hit_upper, save_judge, shipped_judge_dir, version_of,
+    CONFIDENCE,
+    Calibration,
+    Judge,
+    false_hit_upper,
+    save_judge,
+    shipped_judge_dir,
+    version_of,
 )
 from index.judge_features import FEATURE_NAMES, MISSING, JudgeInput, feature_matrix  # noqa: E402
 from index.judge_fit import TrainingPlan, calibrate, train  # noqa: E402

@@ -21,8 +21,8 @@ from index.embedder import MiniLMEmbedder
 from index.errors import StoreUnavailable
 from index.exact import ExactCache, LruExactCache, RedisExactCache
 from index.hnsw import SemanticIndex
-from index.maintenance import Maintainer
 from index.judge import load_judge
+from index.maintenance import Maintainer
 from index.policy import MatchPolicy, build_policy
 from index.stages import build_stages
 from index.store import EntryStore, make_engine

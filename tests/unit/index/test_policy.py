@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from index.keys import ContextMatch
 from index.judge_rule import DEFAULT_JUDGE_CANDIDATES, DEFAULT_JUDGE_MIN_SIMILARITY, DEFAULT_MAX_FALSE_HIT_RATE
+from index.keys import ContextMatch
 from index.policy import (
     DEFAULT_MIN_CONTEXT_SIMILARITY,
     DEFAULT_MIN_SIMILARITY,
@@ -18,8 +18,8 @@ from index.settings import Settings
 
 def test_default_settings_give_the_documented_policy() -> None:
     assert build_policy(Settings()) == MatchPolicy(
-        DEFAULT_JUDGE_MIN_SIMILARITY, DEFAULT_MIN_CONTEXT_SIMILARITY, (), None, ContextMatch.SEMANTIC,
-        DecisionMode.JUDGE, DEFAULT_MAX_FALSE_HIT_RATE, DEFAULT_JUDGE_CANDIDATES)
+        DEFAULT_JUDGE_MIN_SIMILARITY, DEFAULT_MIN_CONTEXT_SIMILARITY, ("polarity", "values"), None,
+        ContextMatch.SEMANTIC, DecisionMode.JUDGE, DEFAULT_MAX_FALSE_HIT_RATE, DEFAULT_JUDGE_CANDIDATES)
 
 
 def test_threshold_mode_keeps_its_own_default_threshold_and_stages() -> None:
@@ -34,6 +34,14 @@ def test_every_policy_setting_reaches_the_policy_from_the_environment(monkeypatc
         monkeypatch.setenv(f"DEJA_{name}", value)
     assert build_policy(Settings()) == MatchPolicy(0.8, 0.55, ("values", "verifier"), 0.3, ContextMatch.EXACT,
                                                    DecisionMode.THRESHOLD, 0.05, 3)
+
+
+def test_judge_mode_decides_conversations_with_the_conversation_rule() -> None:
+    policy = build_policy(Settings())
+    assert policy.for_request(conversation=False) == policy
+    conversation = policy.for_request(conversation=True)
+    assert conversation.decision is DecisionMode.THRESHOLD and conversation.min_similarity == DEFAULT_MIN_SIMILARITY
+    assert conversation.stages == ("polarity", "values")
 
 
 def test_a_budget_outside_zero_one_is_refused() -> None:
