@@ -6,7 +6,7 @@ import hmac
 import time
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Path, Request
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
@@ -14,6 +14,7 @@ from index.decisions import Label, LabelSource
 from index.errors import NotFound, StoreUnavailable, Unauthorized
 from index.keys import namespace_for
 from service.credentials import namespace_of
+from service.json_input import JsonBodyRoute
 from service.requests import bearer_token
 from service.runtime import Runtime
 
@@ -51,8 +52,10 @@ class Invalidate(BaseModel):
     model: str | None = None
 
 
-feedback_router = APIRouter()
-admin_router = APIRouter(prefix="/deja", dependencies=[Depends(require_admin)])
+feedback_router = APIRouter(route_class=JsonBodyRoute)
+admin_router = APIRouter(prefix="/deja", dependencies=[Depends(require_admin)], route_class=JsonBodyRoute)
+# SQL integer columns are signed 64-bit: a larger id names no entry and must not reach the driver.
+EntryId = Annotated[int, Path(ge=0, le=2**63 - 1, description="Entry id")]
 
 
 @feedback_router.post("/v1/deja/feedback")
@@ -88,7 +91,7 @@ async def stats(rt: RuntimeDep) -> dict[str, Any]:
 
 
 @admin_router.get("/entries/{entry_id}")
-async def get_entry(entry_id: int, rt: RuntimeDep) -> dict[str, Any]:
+async def get_entry(entry_id: EntryId, rt: RuntimeDep) -> dict[str, Any]:
     entry = await run_in_threadpool(rt.cache.store.get, entry_id)
     if entry is None:
         raise NotFound(f"No entry {entry_id}.")
@@ -98,7 +101,7 @@ async def get_entry(entry_id: int, rt: RuntimeDep) -> dict[str, Any]:
 
 
 @admin_router.delete("/entries/{entry_id}")
-async def delete_entry(entry_id: int, rt: RuntimeDep) -> dict[str, Any]:
+async def delete_entry(entry_id: EntryId, rt: RuntimeDep) -> dict[str, Any]:
     if await run_in_threadpool(rt.maintainer.delete, [entry_id]) == 0:
         raise NotFound(f"No entry {entry_id}.")
     return {"deleted": 1}

@@ -7,10 +7,10 @@ from contextlib import asynccontextmanager
 from typing import Annotated
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from service import errors
+from service import access_log, errors
 from service.admin import admin_router, feedback_router
 from service.gateway import Gateway
 from service.label_page import label_router
@@ -31,6 +31,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        access_log.install()
         runtime = Runtime(settings)
         runtime.start()
         app.state.runtime = runtime
@@ -61,9 +62,5 @@ def create_app(settings: Settings) -> FastAPI:
     @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"])
     async def passthrough(path: str, request: Request, gw: GatewayDep) -> Response:
         return await gw.passthrough(request, path)
-
-    @app.exception_handler(404)
-    async def not_found(_request: Request, _exc: Exception) -> JSONResponse:
-        return JSONResponse(errors.error_body("Unknown route.", "invalid_request_error"), status_code=404)
 
     return app

@@ -20,6 +20,7 @@ from index.decisions import DecisionRecord, Label, LabelSource
 from index.errors import NotFound, Unauthorized
 from index.records import StoredEntry
 from service.admin import RuntimeDep, require_admin
+from service.json_input import JsonBodyRoute
 from service.labels import answer_text
 from service.runtime import Runtime
 
@@ -125,7 +126,7 @@ def _record(rt: Runtime, body: HumanLabel) -> None:
     rt.decisions.label(Label(body.request_id, LabelSource.HUMAN, body.same, time.time()))
 
 
-api_router = APIRouter(prefix="/deja/api", dependencies=[Depends(require_admin)])
+api_router = APIRouter(prefix="/deja/api", dependencies=[Depends(require_admin)], route_class=JsonBodyRoute)
 label_router = APIRouter()
 
 

@@ -29,7 +29,9 @@ class StubState:
     answers: Mapping[str, str] = field(default_factory=dict)
     delay: float = 0.0
     calls: list[dict[str, Any]] = field(default_factory=list)
-    failures: deque[str] = field(default_factory=deque)  # "500", "429", "hang", "cut"
+    # "500", "429", "hang", "cut" (stream dropped mid-way), "no-done" (stream ends cleanly without [DONE]),
+    # "truncate" (a 200 whose JSON body is cut short, framing intact), "short" (fewer bytes than Content-Length)
+    failures: deque[str] = field(default_factory=deque)
     chunk_delay: float = 0.0
     streams_finished: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -100,10 +102,25 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(3)
             self._json(200, self._completion(body, n))
             return
-        if body.get("stream"):
-            self._stream(body, n, cut=failure == "cut")
+        if failure in ("truncate", "short"):
+            self._truncated(self._completion(body, n), short=failure == "short")
+        elif body.get("stream"):
+            self._stream(body, n, failure)
         else:
             self._json(200, self._completion(body, n))
+
+    def _truncated(self, payload: dict[str, Any], short: bool) -> None:
+        data = json.dumps(payload).encode()
+        cut = data[: len(data) // 2]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data) if short else len(cut)))
+        self.end_headers()
+        self.wfile.write(cut)
+        self.wfile.flush()
+        if short:
+            self.connection.shutdown(2)
+            self.close_connection = True
 
     def _answer(self, body: dict[str, Any], n: int) -> str:
         intent = self.state.answers.get(str(body["messages"][-1].get("content")))
@@ -118,7 +135,7 @@ class _Handler(BaseHTTPRequestHandler):
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
         }
 
-    def _stream(self, body: dict[str, Any], n: int, cut: bool) -> None:
+    def _stream(self, body: dict[str, Any], n: int, failure: str | None) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
@@ -132,7 +149,7 @@ class _Handler(BaseHTTPRequestHandler):
                                          "finish_reason": None}]} for i, w in enumerate(words)]
         events.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
         for i, event in enumerate(events):
-            if cut and i == 3:
+            if failure == "cut" and i == 3:
                 self.wfile.flush()
                 self.connection.shutdown(2)  # drop the connection mid-stream, no terminating chunk
                 self.close_connection = True
@@ -140,7 +157,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._chunk(b"data: " + json.dumps(event).encode() + b"\n\n")
             if self.state.chunk_delay:
                 time.sleep(self.state.chunk_delay)
-        self._chunk(b"data: [DONE]\n\n")
+        if failure != "no-done":
+            self._chunk(b"data: [DONE]\n\n")
         self._chunk(b"")
         with self.state.lock:
             self.state.streams_finished += 1
