@@ -1,5 +1,6 @@
-"""The one place where errors become OpenAI-shaped HTTP errors: Deja's own tree, FastAPI's request validation
-errors and Starlette's HTTP exceptions. Every error Deja answers itself says `X-Deja-Cache: error`."""
+"""The HTTP layer's errors, and the one place where errors become OpenAI-shaped HTTP errors: Deja's own tree,
+FastAPI's request validation errors and Starlette's HTTP exceptions. Every error Deja answers itself says
+`X-Deja-Cache: error`."""
 
 from __future__ import annotations
 
@@ -8,53 +9,69 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from index.errors import (
-    BadRequest,
-    DejaError,
-    NotFound,
-    StoreUnavailable,
-    Unauthorized,
-    UpstreamError,
-    UpstreamTimeout,
-)
+from index.errors import DejaError, StoreUnavailable
 
 # `X-Deja-Cache` of a response Deja produced itself (bad request, upstream unreachable, timed out or broken):
 # nothing was served from the cache and nothing was stored.
 ERROR_VERDICT = "error"
 
 
+class HttpError(DejaError):
+    """An error of the HTTP layer; `status` and `kind` say how it is answered."""
+
+    status = 500
+    kind = "server_error"
+
+
+class BadRequest(HttpError):
+    status = 400
+    kind = "invalid_request_error"
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
 class PayloadTooLarge(BadRequest):
-    pass
+    status = 413
 
 
-_STATUS: list[tuple[type[DejaError], int, str]] = [
-    (PayloadTooLarge, 413, "invalid_request_error"),
-    (BadRequest, 400, "invalid_request_error"),
-    (Unauthorized, 401, "authentication_error"),
-    (NotFound, 404, "not_found_error"),
-    (UpstreamTimeout, 504, "upstream_timeout"),
-    (UpstreamError, 502, "upstream_error"),
-    (StoreUnavailable, 503, "service_unavailable"),
-]
+class Unauthorized(HttpError):
+    status = 401
+    kind = "authentication_error"
 
-_HTTP_KIND = {401: "authentication_error", 403: "permission_error", 404: "invalid_request_error",
-              405: "invalid_request_error", 413: "invalid_request_error", 429: "rate_limit_error"}
+
+class NotFound(HttpError):
+    status = 404
+    kind = "not_found_error"
+
+
+class UpstreamError(HttpError):
+    status = 502
+    kind = "upstream_error"
+
+
+class UpstreamTimeout(UpstreamError):
+    status = 504
+    kind = "upstream_timeout"
 
 
 def error_body(message: str, kind: str, param: str | None = None, code: str | None = None) -> dict[str, object]:
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
-def _json_error(message: str, kind: str, status: int, param: str | None = None) -> JSONResponse:
+def _json_error(message: str, kind: str, status: int, param: str | None = None,
+                headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse(error_body(message, kind, param), status_code=status,
-                        headers={"X-Deja-Cache": ERROR_VERDICT})
+                        headers={**(headers or {}), "X-Deja-Cache": ERROR_VERDICT})
 
 
 def to_response(exc: DejaError) -> JSONResponse:
-    for cls, status, kind in _STATUS:
-        if isinstance(exc, cls):
-            param = exc.param if isinstance(exc, BadRequest) else None
-            return _json_error(str(exc), kind, status, param)
+    if isinstance(exc, HttpError):
+        param = exc.param if isinstance(exc, BadRequest) else None
+        return _json_error(str(exc), exc.kind, exc.status, param)
+    if isinstance(exc, StoreUnavailable):
+        return _json_error(str(exc), "service_unavailable", 503)
     return _json_error(str(exc), "server_error", 500)
 
 
@@ -64,15 +81,18 @@ def validation_response(exc: RequestValidationError) -> JSONResponse:
     loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "path", "query", "header")]
     param = ".".join(loc) or None
     message = f"Invalid value for '{param}': {first.get('msg')}" if param else str(first.get("msg"))
-    return _json_error(message, "invalid_request_error", 400, param)
+    return _json_error(message, BadRequest.kind, BadRequest.status, param)
+
+
+_HTTP_KIND = {401: Unauthorized.kind, 403: "permission_error", 429: "rate_limit_error"}
 
 
 def http_response(exc: HTTPException) -> JSONResponse:
+    """Starlette's own errors (unknown route, wrong method, ...) in the same shape as ours."""
     status = exc.status_code if 400 <= exc.status_code < 600 else 400
-    kind = _HTTP_KIND.get(status, "invalid_request_error" if status < 500 else "server_error")
+    kind = _HTTP_KIND.get(status, BadRequest.kind if status < 500 else HttpError.kind)
     message = "Unknown route." if status == 404 else str(exc.detail)
-    return JSONResponse(error_body(message, kind), status_code=status,
-                        headers={**(exc.headers or {}), "X-Deja-Cache": ERROR_VERDICT})
+    return _json_error(message, kind, status, headers=dict(exc.headers or {}))
 
 
 def install(app: FastAPI) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
 
-from index.errors import BadRequest
+from service.errors import BadRequest
 
 # Far below the ~970 levels where Python's recursive JSON decoder and encoder give up; real chat bodies
 # (messages, content parts, tool JSON schemas) stay well under 30.

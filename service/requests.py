@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from index.errors import BadRequest
+from service.errors import BadRequest
 from service.json_input import decode_json
 
 # RFC 9111 §1.2.2: a delta-seconds too large to represent is taken as 2^31 seconds (68 years).

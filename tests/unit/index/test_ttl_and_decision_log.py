@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from index.decisions import DecisionLog, DecisionRecord
+from index.decision_log import DecisionLog, DecisionRecord
 from index.exact import MAX_TTL_SECONDS, LruExactCache, redis_ttl
 from index.keys import build_key
 from index.records import CachedResponse
+from index.rule import Reason
 from index.store import EntryStore, make_engine
 from tests.unit.index.test_cache import answer, body, make_cache
 
@@ -42,7 +43,7 @@ def test_answer_with_zero_lifetime_is_not_stored(tmp_path: Path) -> None:
 
 
 def record(request_id: str, prompt: str = "p") -> DecisionRecord:
-    return DecisionRecord(request_id, "ns", "m", prompt, 1, "c", 0.9, 0.9, (), "miss", None, 1.0)
+    return DecisionRecord(request_id, "ns", "m", prompt, 1, "c", 0.9, 0.8, (), "hit", Reason.HIT, None, 1.0)
 
 
 def test_one_bad_row_does_not_drop_the_batch(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from index.errors import BadRequest
+from service.errors import BadRequest
 from service.json_input import MAX_JSON_DEPTH, decode_json, json_depth
 
 
