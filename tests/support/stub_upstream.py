@@ -28,6 +28,9 @@ class StubState:
     # Configuration, kept across `reset()`: prompt -> intent, and seconds to wait before every chat answer.
     answers: Mapping[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    # When set, every answer ends with the credentials the request carried (`[credential: ...]`), so a test
+    # can tell whose answer a response is.
+    tag_credentials: bool = False
     calls: list[dict[str, Any]] = field(default_factory=list)
     # "500", "429", "hang", "cut" (stream dropped mid-way), "no-done" (stream ends cleanly without [DONE]),
     # "truncate" (a 200 whose JSON body is cut short, framing intact), "short" (fewer bytes than Content-Length)
@@ -50,6 +53,18 @@ def intent_answer(intent: str, words: int = 16) -> str:
     """The same text for every prompt of `intent`, clearly different text for any other intent."""
     rng = random.Random(intent)  # seeded by the string: the same words in every process
     return " ".join(rng.choice(ANSWER_WORDS) for _ in range(words)).capitalize() + "."
+
+
+def credential_tag(headers: Mapping[str, str]) -> str:
+    """The credentials an upstream would check (bearer token or other scheme, api-key, x-api-key), as a tag."""
+    found = set()
+    for name in ("authorization", "api-key", "x-api-key"):
+        value = (headers.get(name) or "").strip()
+        if name == "authorization" and value.lower().startswith("bearer"):
+            value = value[6:].strip()
+        if value:
+            found.add(value)
+    return f"[credential: {' + '.join(sorted(found)) or 'none'}]"
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -81,8 +96,33 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._json(404, {"error": {"message": "no such route", "type": "invalid_request_error"}})
 
+    def _read_body(self) -> bytes:
+        """The request body, `Content-Length` or chunked (Deja streams pass-through bodies chunked)."""
+        if "chunked" not in (self.headers.get("Transfer-Encoding") or "").lower():
+            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        chunks = []
+        while True:
+            size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                while self.rfile.readline().strip():  # trailers, then the blank line
+                    pass
+                return b"".join(chunks)
+            chunks.append(self.rfile.read(size))
+            self.rfile.readline()
+
+    def _other_method(self) -> None:
+        self._record(self._read_body())
+        if self.command == "HEAD":
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self._json(404, {"error": {"message": "no such route", "type": "invalid_request_error"}})
+
+    do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _other_method
+
     def do_POST(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        raw = self._read_body()
         n = self._record(raw)
         if self.path == "/v1/embeddings":
             self._json(200, {"object": "list", "data": [{"embedding": [0.1, 0.2], "index": 0}]})
@@ -124,7 +164,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, body: dict[str, Any], n: int) -> str:
         intent = self.state.answers.get(str(body["messages"][-1].get("content")))
-        return answer_for(body, n) if intent is None else intent_answer(intent)
+        text = answer_for(body, n) if intent is None else intent_answer(intent)
+        return f"{text} {credential_tag(self.headers)}" if self.state.tag_credentials else text
 
     def _completion(self, body: dict[str, Any], n: int) -> dict[str, Any]:
         return {
