@@ -16,10 +16,10 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.wait import WebDriverWait
 
+from support.browser import chromium, save_screenshot
+from support.services import GatewayProcess
+from support.stub_upstream import StubUpstream
 from tests.integration.conftest import base_env
-from tests.support.browser import chromium, save_screenshot
-from tests.support.services import GatewayProcess
-from tests.support.stub_upstream import StubUpstream
 
 pytestmark = pytest.mark.integration
 
