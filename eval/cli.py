@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
@@ -22,6 +23,7 @@ from rich.table import Table
 from eval.datasets import DatasetError, DatasetFormat, StreamRequest, load_clusters, load_pairs, load_stream
 from eval.embedding import EmbedderName, make_embedder
 from eval.thresholds import parse_thresholds
+from index.embedder import Embedder
 from index.errors import StageUnavailable, StoreUnavailable
 from index.policy import MatchPolicy, build_policy
 from index.settings import Settings
@@ -45,6 +47,13 @@ StagesOption = Annotated[str | None, typer.Option(
 EmbedderOption = Annotated[EmbedderName, typer.Option(
     help="minilm (what the gateway runs) or hash (bag-of-words baseline, no model).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the whole report as JSON.")]
+
+
+class ReplayDecision(StrEnum):
+    """How `eval replay` decides a semantic hit. `vcache` is an eval-only baseline; the gateway never runs it."""
+
+    THRESHOLD = "threshold"
+    VCACHE = "vcache"
 
 
 def _err() -> Console:
@@ -295,19 +304,32 @@ def replay(
         help="Replay only the requests of this split (dev or test) of a trace that has a `part` field.")] = None,
     threshold: Annotated[str, typer.Option(help="Min cosine similarity: 0.85, 0.70:0.95:0.05 or a,b,c")] = (
         "0.85"),
+    decision: Annotated[ReplayDecision, typer.Option(
+        help="threshold: the gateway's cosine + stages; vcache: the vCache baseline (per-entry learned "
+        "threshold, error bound delta = --budget).")] = ReplayDecision.THRESHOLD,
+    budget: Annotated[str, typer.Option(
+        help="--decision vcache: the error bounds delta to replay at, e.g. 0.02 or 0.01,0.02,0.05.")] = "0.02",
+    seed: Annotated[int, typer.Option(help="--decision vcache: seed of its random exploration.")] = 0,
     stages: StagesOption = None,
     as_json: JsonOption = False,
     embedder: EmbedderOption = EmbedderName.MINILM,
 ) -> None:
     """Replay a request trace through the real cache pipeline against a stub upstream answering per intent."""
-    from eval.embedding import unique_texts
+    from eval.embedding import MemoEmbedder, embed_unique, unique_texts
     from eval.replay import ReplayConfig, run_replay
     from eval.report import to_json
     from eval.tables import replay_summary, replay_table
 
+    name, requests = _trace(stream, clusters, part)
+    if decision is ReplayDecision.VCACHE:
+        deltas = _budgets(budget)
+        model = make_embedder(embedder)
+        with _progress("embedding", len(unique_texts(r.prompt for r in requests))) as advance:
+            memo = MemoEmbedder(model, embed_unique(model, (r.prompt for r in requests), progress=advance))
+        _print_vcache(name, requests, memo, deltas, seed, as_json)
+        return
     thresholds = _thresholds(threshold)
     policy, chosen = _policy(_settings(), stages)
-    name, requests = _trace(stream, clusters, part)
     model = make_embedder(embedder)
     with _progress("embedding", len(unique_texts(r.prompt for r in requests))) as advance:
         report = run_replay(name, requests, model, ReplayConfig(thresholds, chosen, policy=policy), advance)
@@ -317,6 +339,34 @@ def replay(
     console = _out()
     console.print(replay_summary(report), markup=False)
     _print_table(console, replay_table(report))
+
+
+def _budgets(spec: str) -> tuple[float, ...]:
+    try:
+        values = tuple(sorted({float(part) for part in spec.split(",")}))
+    except ValueError:
+        raise typer.BadParameter(f"not a list of numbers: {spec!r}", param_hint="--budget") from None
+    for value in values:
+        _check_fraction(value, "--budget")
+    return values
+
+
+def _print_vcache(
+    name: str, requests: Sequence[StreamRequest], model: Embedder, deltas: Sequence[float], seed: int,
+    as_json: bool,
+) -> None:
+    from eval.report import to_json
+    from eval.tables import vcache_table
+    from eval.vcache import run_vcache
+
+    report = run_vcache(name, requests, model, deltas, seed)
+    if as_json:
+        typer.echo(to_json(report))
+        return
+    console = _out()
+    console.print(f"{name}: {report.requests} requests, {report.intents} intents · vCache baseline "
+                  f"(seed {seed}) · embedder {report.embedder}", markup=False)
+    _print_table(console, vcache_table(report.rows))
 
 
 def _trace(stream: Path | None, clusters: Path | None, part: str | None) -> tuple[str, tuple[StreamRequest, ...]]:
