@@ -19,12 +19,13 @@ import numpy.typing as npt
 
 from eval.datasets import StreamRequest
 from eval.metrics import rate
+from eval.refit import refit_judge
 from eval.replay import Upstream, answer_text, stub_upstream
 from index.embedder import Embedder
 from index.explore import Exploration
-from index.judge import Judge, fit_judge
+from index.judge import Judge
 from index.judge_features import EntryHistory, JudgeInput
-from index.judge_rule import JudgedCandidate, JudgeSetup, Judgement, judge, margins
+from index.judge_rule import JudgedCandidate, Judgement, JudgeSetup, judge, margins
 
 Floats = npt.NDArray[np.float32]
 
@@ -197,22 +198,22 @@ def run_learn(
     cut = max(1, min(len(requests) - 1, round(config.fraction * len(requests))))
     deployment = Deployment(vectors, prior, config)
     before = deployment.serve(requests[:cut], upstream)
-    learned_judge, note = _refit(deployment.labels, prior, config.seed)
+    gathered = list(deployment.labels)
+    learned_judge, note = _refit(gathered, prior, config.seed)
     deployment.use(learned_judge)
     after = deployment.serve(requests[cut:], upstream)
-    sources = Counter(label.source for label in deployment.labels[: len(deployment.labels)])
+    sources = Counter(label.source for label in gathered)
     return LearnReport(
         stream=stream, embedder=embedder.model_id, fraction=config.fraction,
         max_false_hit_rate=config.max_false_hit_rate, labels=dict(sorted(sources.items())),
-        labels_same=sum(label.same for label in deployment.labels), refit=note,
+        labels_same=sum(label.same for label in gathered), refit=note,
         before=_rates(cut, before, prior.version), learned=_rates(len(requests) - cut, after, learned_judge.version),
     )
 
 
 def _refit(labels: Sequence[LabeledInput], prior: Judge, seed: int) -> tuple[Judge, str]:
     try:
-        fitted = fit_judge([label.item for label in labels], [label.same for label in labels], prior=prior,
-                           seed=seed)
+        fitted = refit_judge([label.item for label in labels], [label.same for label in labels], prior, seed)
     except ValueError as exc:
         return prior, f"kept the prior: {exc}"
     return fitted, f"refitted on {len(labels)} labels"
