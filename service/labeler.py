@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -29,7 +28,7 @@ class Labeler:
         agreement = compare_answers(answer_text(fresh), answer_text(cached), self.rt.embedder,
                                     self.rt.settings.answer_same_similarity)
         try:
-            self.rt.decisions.label(Label(request_id, source, agreement.same, time.time(), agreement.detail))
+            self.rt.decisions.label(Label(request_id, source, agreement.same, self.rt.clock(), agreement.detail))
         except StoreUnavailable as exc:
             log.warning("%s label lost: %s", source.value, exc)
 
