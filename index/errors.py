@@ -5,6 +5,7 @@
     ├── NotFound              an id the caller named does not exist (404)
     ├── Unauthorized          missing or wrong admin token (401)
     ├── StoreUnavailable      SQL or Redis failed; callers degrade to a counted miss
+    ├── Overloaded            a bounded queue (embedding) is full: answered 503 with Retry-After
     ├── UpstreamError         the upstream could not be reached (502)
     │   └── UpstreamTimeout   the upstream did not answer in time (504)
     ├── SchemaMismatch        the SQL schema is not the one this build knows
@@ -34,6 +35,14 @@ class Unauthorized(DejaError):
 
 class StoreUnavailable(DejaError):
     pass
+
+
+class Overloaded(DejaError):
+    """Back-pressure: try again after `retry_after_seconds` (sent as `Retry-After`)."""
+
+    def __init__(self, message: str, retry_after_seconds: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
 
 
 class UpstreamError(DejaError):

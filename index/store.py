@@ -269,3 +269,11 @@ class EntryStore:
                 return int(conn.execute(select(func.count()).select_from(entries)).scalar_one())
         except SQLAlchemyError as exc:
             raise StoreUnavailable(f"cannot count entries: {exc}") from exc
+
+    def max_id(self) -> int:
+        """Highest entry id (0 when empty): a snapshot whose watermark is above it belongs to another database."""
+        try:
+            with self.engine.connect() as conn:
+                return int(conn.execute(select(func.coalesce(func.max(entries.c.id), 0))).scalar_one())
+        except SQLAlchemyError as exc:
+            raise StoreUnavailable(f"cannot read entries: {exc}") from exc
