@@ -1,34 +1,51 @@
-"""The one place where Deja's error tree becomes OpenAI-shaped HTTP errors."""
+"""The HTTP layer's errors, and the one place where Deja's error tree becomes OpenAI-shaped HTTP errors."""
 
 from __future__ import annotations
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from index.errors import (
-    BadRequest,
-    DejaError,
-    NotFound,
-    StoreUnavailable,
-    Unauthorized,
-    UpstreamError,
-    UpstreamTimeout,
-)
+from index.errors import DejaError, StoreUnavailable
+
+
+class HttpError(DejaError):
+    """An error of the HTTP layer; `status` and `kind` say how it is answered."""
+
+    status = 500
+    kind = "server_error"
+
+
+class BadRequest(HttpError):
+    status = 400
+    kind = "invalid_request_error"
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 class PayloadTooLarge(BadRequest):
-    pass
+    status = 413
 
 
-_STATUS: list[tuple[type[DejaError], int, str]] = [
-    (PayloadTooLarge, 413, "invalid_request_error"),
-    (BadRequest, 400, "invalid_request_error"),
-    (Unauthorized, 401, "authentication_error"),
-    (NotFound, 404, "not_found_error"),
-    (UpstreamTimeout, 504, "upstream_timeout"),
-    (UpstreamError, 502, "upstream_error"),
-    (StoreUnavailable, 503, "service_unavailable"),
-]
+class Unauthorized(HttpError):
+    status = 401
+    kind = "authentication_error"
+
+
+class NotFound(HttpError):
+    status = 404
+    kind = "not_found_error"
+
+
+class UpstreamError(HttpError):
+    status = 502
+    kind = "upstream_error"
+
+
+class UpstreamTimeout(UpstreamError):
+    status = 504
+    kind = "upstream_timeout"
 
 
 def error_body(message: str, kind: str, param: str | None = None, code: str | None = None) -> dict[str, object]:
@@ -36,10 +53,11 @@ def error_body(message: str, kind: str, param: str | None = None, code: str | No
 
 
 def to_response(exc: DejaError) -> JSONResponse:
-    for cls, status, kind in _STATUS:
-        if isinstance(exc, cls):
-            param = exc.param if isinstance(exc, BadRequest) else None
-            return JSONResponse(error_body(str(exc), kind, param), status_code=status)
+    if isinstance(exc, HttpError):
+        param = exc.param if isinstance(exc, BadRequest) else None
+        return JSONResponse(error_body(str(exc), exc.kind, param), status_code=exc.status)
+    if isinstance(exc, StoreUnavailable):
+        return JSONResponse(error_body(str(exc), "service_unavailable"), status_code=503)
     return JSONResponse(error_body(str(exc), "server_error"), status_code=500)
 
 

@@ -9,6 +9,7 @@ import random
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,14 +18,15 @@ from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from index.decisions import DecisionRecord
-from index.keys import CacheKey, LookupMode, build_key, namespace_for
+from index.decision_log import DecisionRecord
+from index.keys import CacheKey, LookupMode, build_key
 from index.records import CachedResponse, Lookup, QueryVectors, Verdict
-from service.errors import PayloadTooLarge, error_body
+from service.credentials import NO_CREDENTIAL, namespace_of
+from service.errors import PayloadTooLarge, UpstreamError, error_body
 from service.gateway_paths import CHAT_PATH
-from service.requests import CacheDirectives, bearer_token, parse_cache_control, parse_chat_body
+from service.labeler import Labeler
+from service.requests import CacheDirectives, parse_cache_control, parse_chat_body
 from service.runtime import Runtime
-from service.shadow import Labeler
 from service.sse import StreamAccumulator, replay, storable_finish
 from service.upstream import response_headers
 
@@ -97,8 +99,10 @@ class Gateway:
         raw = await read_body(request, self.rt.settings.max_body_bytes)
         body = parse_chat_body(raw)
         directives = parse_cache_control(request.headers.get("cache-control"))
-        namespace = namespace_for(bearer_token(request.headers.get("authorization")), self.rt.secret)
-        key = build_key(namespace, body, self.rt.settings.context_match)
+        namespace = namespace_of(request.headers, self.rt.credentials, self.rt.secret)
+        key = build_key(namespace or "", body, self.rt.policy.context_match)
+        if namespace is None:  # never file an answer under "nobody": every such caller would share it
+            key = dataclasses.replace(key, mode=LookupMode.BYPASS, mode_reason=NO_CREDENTIAL)
         return Exchange(uuid.uuid4().hex, raw, body, key, directives, dict(request.headers), started)
 
     def _observe_lookup(self, exchange: Exchange, lookup: Lookup, min_similarity: float) -> None:
@@ -110,12 +114,14 @@ class Gateway:
         decision = lookup.decision
         if decision is None or lookup.candidate_prompt is None:
             return
-        if decision.vetoed_by:
+        if decision.vetoed_by is not None:
             metrics.vetoes.labels(decision.vetoed_by).inc()
+        if not decision.hit:
+            metrics.misses.labels(decision.reason.value).inc()
         self.rt.log_decision(DecisionRecord(
             exchange.request_id, exchange.key.namespace, exchange.key.model, exchange.key.prompt,
             lookup.candidate_id, lookup.candidate_prompt, decision.similarity, min_similarity, decision.stages,
-            lookup.verdict.value, decision.vetoed_by, time.time()))
+            lookup.verdict.value, decision.reason, decision.vetoed_by, time.time()))
 
     @staticmethod
     def _fresh(response: CachedResponse, directives: CacheDirectives) -> bool:
@@ -126,8 +132,8 @@ class Gateway:
         headers = {"X-Deja-Cache": verdict.value, "X-Deja-Request-Id": exchange.request_id}
         if lookup.similarity is not None:
             headers["X-Deja-Similarity"] = f"{lookup.similarity:.4f}"
-        if lookup.decision is not None and lookup.decision.vetoed_by:
-            headers["X-Deja-Veto"] = lookup.decision.vetoed_by
+        if lookup.decision is not None and not lookup.decision.hit:  # the vetoing stage, or why not served
+            headers["X-Deja-Veto"] = lookup.decision.vetoed_by or lookup.decision.reason.value
         if lookup.response is not None:
             headers["X-Deja-Entry"] = str(lookup.response.entry_id)
         if exchange.key.mode_reason:
@@ -198,18 +204,17 @@ class Gateway:
         accumulator = StreamAccumulator()
         stored = False
         try:
-            async for chunk in response.aiter_bytes():
-                accumulator.feed(chunk)
-                if not stored and accumulator.complete and exchange.storable:
-                    stored = True
-                    await self._store(exchange, accumulator.completion(), lookup)
-                yield chunk
-        except httpx.HTTPError as exc:
-            log.warning("upstream stream cut (request %s): %s", exchange.request_id, type(exc).__name__)
-            error = error_body(f"The upstream stream was interrupted: {type(exc).__name__}", "upstream_error")
+            async with aclosing(self.upstream.stream(response)) as chunks:
+                async for chunk in chunks:
+                    accumulator.feed(chunk)
+                    if not stored and accumulator.complete and exchange.storable:
+                        stored = True
+                        await self._store(exchange, accumulator.completion(), lookup)
+                    yield chunk
+        except UpstreamError as exc:
+            log.warning("upstream stream cut (request %s): %s", exchange.request_id, exc)
+            error = error_body(f"The upstream stream was interrupted: {exc}", exc.kind)
             yield b"data: " + json.dumps(error).encode() + b"\n\n"
-        finally:
-            await response.aclose()
 
     async def _store(self, exchange: Exchange, completion: dict[str, Any], lookup: Lookup) -> int | None:
         if lookup.candidate_response is not None and lookup.decision is not None:
@@ -229,12 +234,11 @@ class Gateway:
 
         async def body() -> AsyncIterator[bytes]:
             try:
-                async for chunk in response.aiter_bytes():
-                    yield chunk
-            except httpx.HTTPError as exc:
-                log.warning("pass-through stream cut: %s", type(exc).__name__)
-            finally:
-                await response.aclose()
+                async with aclosing(self.upstream.stream(response)) as chunks:
+                    async for chunk in chunks:
+                        yield chunk
+            except UpstreamError as exc:
+                log.warning("pass-through stream cut: %s", exc)
 
         return StreamingResponse(body(), status_code=response.status_code,
                                  headers={**response_headers(response.headers), "X-Deja-Cache": "bypass"})

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from index.cache import Cache, CacheConfig
-from index.decision import MatchPolicy
+from index.policy import MatchPolicy
 from index.embedder import Embedder, HashEmbedder, Vector
 from index.exact import LruExactCache
 from index.hnsw import SemanticIndex

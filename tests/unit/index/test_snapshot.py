@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from index.cache import Cache, CacheConfig
-from index.decision import MatchPolicy
+from index.policy import MatchPolicy
 from index.embedder import HashEmbedder
 from index.exact import LruExactCache
 from index.hnsw import SemanticIndex

@@ -10,8 +10,9 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
-from index.decisions import Label, LabelSource
-from index.errors import DejaError, StoreUnavailable
+from index.decision_log import Label, LabelSource
+from index.errors import StoreUnavailable
+from service.errors import UpstreamError
 from service.gateway_paths import CHAT_PATH
 from service.labels import answer_text, compare_answers
 from service.runtime import Runtime
@@ -56,7 +57,7 @@ class Labeler:
                 try:
                     response = await self.rt.upstream.send("POST", CHAT_PATH, headers, json.dumps(body).encode())
                     content = await self.rt.upstream.read(response)
-                except DejaError as exc:
+                except UpstreamError as exc:
                     self.rt.metrics.audits.labels("upstream_error").inc()
                     log.info("audit of %s failed: %s", request_id, exc)
                     return
