@@ -14,7 +14,7 @@ import numpy as np
 
 from index.conversation import context_stages
 from index.embedder import Embedder, combine
-from index.errors import StoreUnavailable
+from index.errors import Overloaded, StoreUnavailable
 from index.exact import ExactCache
 from index.hnsw import SemanticIndex
 from index.keys import CacheKey, LookupMode
@@ -183,7 +183,11 @@ class Cache:
             return None
         semantic = key.mode is LookupMode.FULL
         if semantic and vectors is None:
-            vectors = self.embed_request(key)
+            try:
+                vectors = self.embed_request(key)
+            except Overloaded as exc:  # a failed cache write never fails the response
+                log.warning("answer not cached, embedder overloaded: %s", exc)
+                return None
         now = self.clock()
         ttl = ttl_seconds if ttl_seconds is not None else self.config.ttl_seconds
         conversation = semantic and vectors is not None and vectors.context is not None

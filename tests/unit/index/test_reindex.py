@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from index.cache import Cache, CacheConfig
-from index.policy import MatchPolicy
 from index.embedder import Embedder, HashEmbedder, Vector
 from index.exact import LruExactCache
 from index.hnsw import SemanticIndex
 from index.keys import build_key
 from index.maintenance import Maintainer
+from index.policy import MatchPolicy
 from index.records import Verdict
 from index.reindex import reindex
 from index.store import EntryStore, make_engine

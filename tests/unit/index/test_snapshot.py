@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 
 from index.cache import Cache, CacheConfig
-from index.policy import MatchPolicy
 from index.embedder import HashEmbedder
 from index.exact import LruExactCache
 from index.hnsw import SemanticIndex
 from index.keys import build_key
 from index.maintenance import Maintainer
+from index.policy import MatchPolicy
 from index.snapshot import SnapshotDir
 from index.store import EntryStore, make_engine
 
