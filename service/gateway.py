@@ -52,6 +52,11 @@ class Exchange:
     def storable(self) -> bool:
         return self.key.mode is not LookupMode.BYPASS and self.directives.store
 
+    @property
+    def forward_verdict(self) -> Verdict:
+        """What a request answered upstream counts as: a miss when its answer may be stored, else a bypass."""
+        return Verdict.MISS if self.storable else Verdict.BYPASS
+
 
 async def read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
@@ -87,9 +92,8 @@ class Gateway:
                 return self._answer_from_cache(exchange, lookup, lookup.response)
             if lookup.response is not None:  # too old for the caller's max-age
                 lookup = dataclasses.replace(lookup, verdict=Verdict.MISS, response=None)
-        verdict = Verdict.MISS if exchange.storable else Verdict.BYPASS
-        self.rt.metrics.requests.labels(verdict.value).inc()
-        headers = self._headers(exchange, lookup, verdict)
+        self.rt.metrics.requests.labels(exchange.forward_verdict.value).inc()
+        headers = self._headers(exchange, lookup, exchange.forward_verdict)
         if exchange.stream:
             return await self._forward_stream(exchange, lookup, headers)
         return await self._forward(exchange, lookup, headers)
@@ -121,11 +125,13 @@ class Gateway:
         self.rt.log_decision(DecisionRecord(
             exchange.request_id, exchange.key.namespace, exchange.key.model, exchange.key.prompt,
             lookup.candidate_id, lookup.candidate_prompt, decision.similarity, min_similarity, decision.stages,
-            lookup.verdict.value, decision.reason, decision.vetoed_by, time.time()))
+            lookup.verdict.value, decision.reason, decision.vetoed_by, self.rt.clock()))
 
-    @staticmethod
-    def _fresh(response: CachedResponse, directives: CacheDirectives) -> bool:
-        return directives.max_age is None or time.time() - response.created_at <= directives.max_age
+    def _fresh(self, response: CachedResponse, directives: CacheDirectives) -> bool:
+        return directives.max_age is None or self.rt.clock() - response.created_at <= directives.max_age
+
+    def _observe_time(self, exchange: Exchange, verdict: Verdict) -> None:
+        self.rt.metrics.request_seconds.labels(verdict.value).observe(time.perf_counter() - exchange.started)
 
     @staticmethod
     def _headers(exchange: Exchange, lookup: Lookup, verdict: Verdict) -> dict[str, str]:
@@ -144,7 +150,7 @@ class Gateway:
         self._count_hit(exchange, lookup, cached)
         body = dict(cached.body)
         body["id"] = f"chatcmpl-deja-{uuid.uuid4().hex[:24]}"
-        body["created"] = int(time.time())
+        body["created"] = int(self.rt.clock())
         headers = self._headers(exchange, lookup, lookup.verdict)
         if lookup.verdict is Verdict.SEMANTIC_HIT and random.random() < self.rt.settings.audit_rate:
             self.labeler.audit(exchange.request_id, exchange.raw, exchange.headers, cached.body)
@@ -157,7 +163,7 @@ class Gateway:
     def _count_hit(self, exchange: Exchange, lookup: Lookup, cached: CachedResponse) -> None:
         metrics = self.rt.metrics
         metrics.requests.labels(lookup.verdict.value).inc()
-        metrics.request_seconds.labels(lookup.verdict.value).observe(time.perf_counter() - exchange.started)
+        self._observe_time(exchange, lookup.verdict)
         self.rt.maintainer.touch(cached.entry_id)
         tokens = (cached.body.get("usage") or {}).get("total_tokens")
         if isinstance(tokens, int):
@@ -180,10 +186,11 @@ class Gateway:
         if response.status_code == 200 and exchange.storable:
             completion = _completion(content)
             if completion is not None:
+                self._label_near_miss(exchange, completion, lookup)
                 entry_id = await self._store(exchange, completion, lookup)
                 if entry_id is not None:
                     headers["X-Deja-Entry"] = str(entry_id)
-        self.rt.metrics.request_seconds.labels("miss").observe(time.perf_counter() - exchange.started)
+        self._observe_time(exchange, exchange.forward_verdict)
         return Response(content, status_code=response.status_code,
                         headers={**response_headers(response.headers), **headers})
 
@@ -192,6 +199,7 @@ class Gateway:
         is_sse = response.headers.get("content-type", "").startswith("text/event-stream")
         if response.status_code != 200 or not is_sse:
             content = await self.upstream.read(response)
+            self._observe_time(exchange, exchange.forward_verdict)
             return Response(content, status_code=response.status_code,
                             headers={**response_headers(response.headers), **headers})
         return StreamingResponse(self._relay(exchange, response, lookup), status_code=200,
@@ -209,16 +217,23 @@ class Gateway:
                     accumulator.feed(chunk)
                     if not stored and accumulator.complete and exchange.storable:
                         stored = True
-                        await self._store(exchange, accumulator.completion(), lookup)
+                        completion = accumulator.completion()
+                        self._label_near_miss(exchange, completion, lookup)
+                        await self._store(exchange, completion, lookup)
                     yield chunk
         except UpstreamError as exc:
             log.warning("upstream stream cut (request %s): %s", exchange.request_id, exc)
             error = error_body(f"The upstream stream was interrupted: {exc}", exc.kind)
             yield b"data: " + json.dumps(error).encode() + b"\n\n"
+        finally:
+            self._observe_time(exchange, exchange.forward_verdict)
 
-    async def _store(self, exchange: Exchange, completion: dict[str, Any], lookup: Lookup) -> int | None:
+    def _label_near_miss(self, exchange: Exchange, completion: dict[str, Any], lookup: Lookup) -> None:
+        """A candidate was found and not served: compare its answer with the fresh one, in the background."""
         if lookup.candidate_response is not None and lookup.decision is not None:
             self.labeler.shadow(exchange.request_id, completion, lookup.candidate_response)
+
+    async def _store(self, exchange: Exchange, completion: dict[str, Any], lookup: Lookup) -> int | None:
         vector: QueryVectors | None = lookup.vector
         try:
             return await run_in_threadpool(self.cache.store_answer, exchange.key, completion, vector,

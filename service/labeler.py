@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -33,7 +32,7 @@ class Labeler:
             log.info("%s label skipped: %s", source.value, exc)
             return
         try:
-            self.rt.decisions.label(Label(request_id, source, agreement.same, time.time(), agreement.detail))
+            self.rt.decisions.label(Label(request_id, source, agreement.same, self.rt.clock(), agreement.detail))
         except StoreUnavailable as exc:
             log.warning("%s label lost: %s", source.value, exc)
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from support.services import GatewayProcess
+from support.stub_upstream import StubUpstream
 from tests.integration.conftest import base_env
-from tests.support.services import GatewayProcess
-from tests.support.stub_upstream import StubUpstream
 
 pytestmark = pytest.mark.integration
 

@@ -50,6 +50,33 @@ def intent_answer(intent: str, words: int = 16) -> str:
     return " ".join(rng.choice(ANSWER_WORDS) for _ in range(words)).capitalize() + "."
 
 
+def completion(body: dict[str, Any], text: str, n: int) -> dict[str, Any]:
+    """A `chat.completion` answering `body` with `text` (the `n`-th call)."""
+    return {
+        "id": f"chatcmpl-stub-{n}", "object": "chat.completion", "created": 1700000000, "model": body["model"],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop",
+                     "logprobs": None}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+def stream_events(body: dict[str, Any], text: str, n: int) -> list[bytes]:
+    """The SSE events of a streamed answer `text`, word by word, without the final `data: [DONE]`."""
+    head = {"id": f"chatcmpl-stub-{n}", "object": "chat.completion.chunk", "created": 1700000000,
+            "model": body["model"]}
+    events = [{**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                    "finish_reason": None}]}]
+    events += [{**head, "choices": [{"index": 0, "delta": {"content": (" " if i else "") + w},
+                                     "finish_reason": None}]} for i, w in enumerate(text.split(" "))]
+    events.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    return [b"data: " + json.dumps(event).encode() + b"\n\n" for event in events]
+
+
+DONE = b"data: [DONE]\n\n"
+# The event after which a "cut" stream breaks off.
+CUT_AFTER = 3
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     state: StubState
@@ -110,37 +137,23 @@ class _Handler(BaseHTTPRequestHandler):
         return answer_for(body, n) if intent is None else intent_answer(intent)
 
     def _completion(self, body: dict[str, Any], n: int) -> dict[str, Any]:
-        return {
-            "id": f"chatcmpl-stub-{n}", "object": "chat.completion", "created": 1700000000,
-            "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": self._answer(body, n)},
-                         "finish_reason": "stop", "logprobs": None}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }
+        return completion(body, self._answer(body, n), n)
 
     def _stream(self, body: dict[str, Any], n: int, cut: bool) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        words = self._answer(body, n).split(" ")
-        head = {"id": f"chatcmpl-stub-{n}", "object": "chat.completion.chunk", "created": 1700000000,
-                "model": body["model"]}
-        events = [{**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                        "finish_reason": None}]}]
-        events += [{**head, "choices": [{"index": 0, "delta": {"content": (" " if i else "") + w},
-                                         "finish_reason": None}]} for i, w in enumerate(words)]
-        events.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-        for i, event in enumerate(events):
-            if cut and i == 3:
+        for i, event in enumerate(stream_events(body, self._answer(body, n), n)):
+            if cut and i == CUT_AFTER:
                 self.wfile.flush()
                 self.connection.shutdown(2)  # drop the connection mid-stream, no terminating chunk
                 self.close_connection = True
                 return
-            self._chunk(b"data: " + json.dumps(event).encode() + b"\n\n")
+            self._chunk(event)
             if self.state.chunk_delay:
                 time.sleep(self.state.chunk_delay)
-        self._chunk(b"data: [DONE]\n\n")
+        self._chunk(DONE)
         self._chunk(b"")
         with self.state.lock:
             self.state.streams_finished += 1
