@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from index.errors import DejaError, StoreUnavailable
+from index.errors import DejaError, Overloaded, StoreUnavailable
 
 
 class HttpError(DejaError):
@@ -56,6 +56,9 @@ def to_response(exc: DejaError) -> JSONResponse:
     if isinstance(exc, HttpError):
         param = exc.param if isinstance(exc, BadRequest) else None
         return JSONResponse(error_body(str(exc), exc.kind, param), status_code=exc.status)
+    if isinstance(exc, Overloaded):  # answered like an overloaded upstream: the client retries later
+        return JSONResponse(error_body(str(exc), "server_overloaded"), status_code=503,
+                            headers={"Retry-After": str(exc.retry_after_seconds)})
     if isinstance(exc, StoreUnavailable):
         return JSONResponse(error_body(str(exc), "service_unavailable"), status_code=503)
     return JSONResponse(error_body(str(exc), "server_error"), status_code=500)
