@@ -9,7 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from index.errors import DejaError, StoreUnavailable
+from index.errors import DejaError, Overloaded, StoreUnavailable
 
 # `X-Deja-Cache` of a response Deja produced itself (bad request, upstream unreachable, timed out or broken):
 # nothing was served from the cache and nothing was stored.
@@ -70,6 +70,8 @@ def to_response(exc: DejaError) -> JSONResponse:
     if isinstance(exc, HttpError):
         param = exc.param if isinstance(exc, BadRequest) else None
         return _json_error(str(exc), exc.kind, exc.status, param)
+    if isinstance(exc, Overloaded):  # answered like an overloaded upstream: the client retries later
+        return _json_error(str(exc), "server_overloaded", 503, headers={"Retry-After": str(exc.retry_after_seconds)})
     if isinstance(exc, StoreUnavailable):
         return _json_error(str(exc), "service_unavailable", 503)
     return _json_error(str(exc), "server_error", 500)
