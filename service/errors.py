@@ -9,43 +9,50 @@ from index.errors import DejaError, StoreUnavailable
 
 
 class HttpError(DejaError):
-    """An error of the HTTP layer; `status` and `kind` say how it is answered."""
-
-    status = 500
-    kind = "server_error"
+    """An error of the HTTP layer; `_STATUS` says how each kind is answered."""
 
 
 class BadRequest(HttpError):
-    status = 400
-    kind = "invalid_request_error"
-
     def __init__(self, message: str, param: str | None = None) -> None:
         super().__init__(message)
         self.param = param
 
 
 class PayloadTooLarge(BadRequest):
-    status = 413
+    pass
 
 
 class Unauthorized(HttpError):
-    status = 401
-    kind = "authentication_error"
+    pass
 
 
 class NotFound(HttpError):
-    status = 404
-    kind = "not_found_error"
+    pass
 
 
 class UpstreamError(HttpError):
-    status = 502
-    kind = "upstream_error"
+    pass
 
 
 class UpstreamTimeout(UpstreamError):
-    status = 504
-    kind = "upstream_timeout"
+    pass
+
+
+# Most specific first: the first class an error is an instance of decides its status and OpenAI error type.
+_STATUS: list[tuple[type[DejaError], int, str]] = [
+    (PayloadTooLarge, 413, "invalid_request_error"),
+    (BadRequest, 400, "invalid_request_error"),
+    (Unauthorized, 401, "authentication_error"),
+    (NotFound, 404, "not_found_error"),
+    (UpstreamTimeout, 504, "upstream_timeout"),
+    (UpstreamError, 502, "upstream_error"),
+    (StoreUnavailable, 503, "service_unavailable"),
+]
+
+
+def status_of(exc: DejaError) -> tuple[int, str]:
+    """(HTTP status, OpenAI error type) of an error; anything unmapped is a 500 `server_error`."""
+    return next(((status, kind) for cls, status, kind in _STATUS if isinstance(exc, cls)), (500, "server_error"))
 
 
 def error_body(message: str, kind: str, param: str | None = None, code: str | None = None) -> dict[str, object]:
@@ -53,12 +60,9 @@ def error_body(message: str, kind: str, param: str | None = None, code: str | No
 
 
 def to_response(exc: DejaError) -> JSONResponse:
-    if isinstance(exc, HttpError):
-        param = exc.param if isinstance(exc, BadRequest) else None
-        return JSONResponse(error_body(str(exc), exc.kind, param), status_code=exc.status)
-    if isinstance(exc, StoreUnavailable):
-        return JSONResponse(error_body(str(exc), "service_unavailable"), status_code=503)
-    return JSONResponse(error_body(str(exc), "server_error"), status_code=500)
+    status, kind = status_of(exc)
+    param = exc.param if isinstance(exc, BadRequest) else None
+    return JSONResponse(error_body(str(exc), kind, param), status_code=status)
 
 
 def install(app: FastAPI) -> None:

@@ -22,7 +22,7 @@ from index.decision_log import DecisionRecord
 from index.keys import CacheKey, LookupMode, build_key
 from index.records import CachedResponse, Lookup, QueryVectors, Verdict
 from service.credentials import NO_CREDENTIAL, namespace_of
-from service.errors import PayloadTooLarge, UpstreamError, error_body
+from service.errors import PayloadTooLarge, UpstreamError, error_body, status_of
 from service.gateway_paths import CHAT_PATH
 from service.labeler import Labeler
 from service.requests import CacheDirectives, parse_cache_control, parse_chat_body
@@ -223,7 +223,7 @@ class Gateway:
                     yield chunk
         except UpstreamError as exc:
             log.warning("upstream stream cut (request %s): %s", exchange.request_id, exc)
-            error = error_body(f"The upstream stream was interrupted: {exc}", exc.kind)
+            error = error_body(f"The upstream stream was interrupted: {exc}", status_of(exc)[1])
             yield b"data: " + json.dumps(error).encode() + b"\n\n"
         finally:
             self._observe_time(exchange, exchange.forward_verdict)
