@@ -26,6 +26,8 @@ class LabelSource(StrEnum):
     SHADOW = "shadow"
     AUDIT = "audit"
     HUMAN = "human"
+    # Judge mode: a would-be hit the judge was unsure of went upstream; its answer was compared.
+    EXPLORE = "explore"
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,8 @@ class LabeledDecision:
     source: LabelSource
 
 
-_PRECEDENCE = [LabelSource.HUMAN, LabelSource.FEEDBACK, LabelSource.AUDIT, LabelSource.SHADOW]
+_PRECEDENCE = [LabelSource.HUMAN, LabelSource.FEEDBACK, LabelSource.AUDIT, LabelSource.EXPLORE,
+               LabelSource.SHADOW]
 
 
 def _stages_json(stages: Sequence[StageResult]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from index.errors import DejaError, StoreUnavailable
+from index.errors import DejaError, Overloaded, StoreUnavailable
 
 
 class HttpError(DejaError):
@@ -46,6 +46,7 @@ _STATUS: list[tuple[type[DejaError], int, str]] = [
     (NotFound, 404, "not_found_error"),
     (UpstreamTimeout, 504, "upstream_timeout"),
     (UpstreamError, 502, "upstream_error"),
+    (Overloaded, 503, "server_overloaded"),
     (StoreUnavailable, 503, "service_unavailable"),
 ]
 
@@ -62,7 +63,9 @@ def error_body(message: str, kind: str, param: str | None = None, code: str | No
 def to_response(exc: DejaError) -> JSONResponse:
     status, kind = status_of(exc)
     param = exc.param if isinstance(exc, BadRequest) else None
-    return JSONResponse(error_body(str(exc), kind, param), status_code=status)
+    # Back-pressure is answered like an overloaded upstream: the client retries after `Retry-After`.
+    headers = {"Retry-After": str(exc.retry_after_seconds)} if isinstance(exc, Overloaded) else None
+    return JSONResponse(error_body(str(exc), kind, param), status_code=status, headers=headers)
 
 
 def install(app: FastAPI) -> None:

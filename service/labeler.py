@@ -10,7 +10,7 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 
 from index.decision_log import Label, LabelSource
-from index.errors import StoreUnavailable
+from index.errors import Overloaded, StoreUnavailable
 from service.errors import UpstreamError
 from service.gateway_paths import CHAT_PATH
 from service.labels import answer_text, compare_answers
@@ -25,8 +25,12 @@ class Labeler:
 
     def _record(self, request_id: str, source: LabelSource, fresh: dict[str, Any], cached: dict[str, Any]) -> None:
         """Compare and store, in a worker thread (it embeds the two answers)."""
-        agreement = compare_answers(answer_text(fresh), answer_text(cached), self.rt.embedder,
-                                    self.rt.settings.answer_same_similarity)
+        try:
+            agreement = compare_answers(answer_text(fresh), answer_text(cached), self.rt.background_embedder,
+                                        self.rt.settings.answer_same_similarity)
+        except Overloaded as exc:  # the background lane is full: this label is skipped, requests come first
+            log.info("%s label skipped: %s", source.value, exc)
+            return
         try:
             self.rt.decisions.label(Label(request_id, source, agreement.same, self.rt.clock(), agreement.detail))
         except StoreUnavailable as exc:
