@@ -17,7 +17,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from eval.datasets import DatasetFormat, load_pairs, load_stream
+from eval.datasets import DatasetFormat, StreamRequest, load_clusters, load_pairs, load_stream
 from eval.embedding import EmbedderName, make_embedder
 from eval.stages import StageUnavailable, build_stages, parse_stage_names
 from eval.thresholds import parse_thresholds
@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 app = typer.Typer(help="Measure false hits and choose the similarity threshold from evidence.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
-ExistingFile = Annotated[Path, typer.Option(exists=True, dir_okay=False, readable=True)]
+OptionalTrace = Annotated[Path | None, typer.Option(
+    exists=True, dir_okay=False, readable=True, help="Request trace to replay (JSONL: seq, intent, prompt[, part]).")]
 OptionalFile = Annotated[Path | None, typer.Option(
     exists=True, dir_okay=False, readable=True, help="Labelled pairs (JSONL, TSV or CSV) to sweep.")]
 StagesOption = Annotated[str | None, typer.Option(
@@ -272,7 +273,14 @@ def _print_sweep(report: SweepReport, notes: Sequence[str] = ()) -> None:
 
 @app.command()
 def replay(
-    stream: ExistingFile,
+    stream: OptionalTrace = None,
+    clusters: Annotated[Path | None, typer.Option(
+        exists=True, dir_okay=False, readable=True,
+        help="Replay question clusters instead (JSON list of lists sharing an answer, e.g. ../shared/datasets/"
+        "gptcache_osschat_clusters/cluster_user_questions.json): each cluster is an intent, each question is "
+        "asked once in a seeded order.")] = None,
+    part: Annotated[str | None, typer.Option(
+        help="Replay only the requests of this split (dev or test) of a trace that has a `part` field.")] = None,
     threshold: Annotated[str, typer.Option(help="Min cosine similarity: 0.85, 0.70:0.95:0.05 or a,b,c")] = (
         "0.85"),
     stages: StagesOption = None,
@@ -287,16 +295,33 @@ def replay(
 
     thresholds = _thresholds(threshold)
     chosen = _stages(stages)
-    try:
-        requests = load_stream(stream)
-    except DatasetError as exc:
-        _fail(str(exc))
+    name, requests = _trace(stream, clusters, part)
     model = make_embedder(embedder)
     with _progress("embedding", len(unique_texts(r.prompt for r in requests))) as advance:
-        report = run_replay(stream.name, requests, model, ReplayConfig(thresholds, chosen), advance)
+        report = run_replay(name, requests, model, ReplayConfig(thresholds, chosen), advance)
     if as_json:
         typer.echo(to_json(report))
         return
     console = _out()
     console.print(replay_summary(report), markup=False)
     _print_table(console, replay_table(report))
+
+
+def _trace(stream: Path | None, clusters: Path | None, part: str | None) -> tuple[str, tuple[StreamRequest, ...]]:
+    """The requests to replay and the name reports give them."""
+    if (stream is None) == (clusters is None):
+        raise typer.BadParameter("give either --stream FILE or --clusters FILE", param_hint="--stream / --clusters")
+    if part is not None and part not in ("dev", "test"):
+        raise typer.BadParameter(f"must be dev or test, got {part!r}", param_hint="--part")
+    source = stream if stream is not None else clusters
+    assert source is not None
+    try:
+        requests = load_stream(source) if stream is not None else load_clusters(source)
+    except DatasetError as exc:
+        _fail(str(exc))
+    if part is None:
+        return source.name, requests
+    chosen = tuple(r for r in requests if r.part == part)
+    if not chosen:
+        _fail(f"{source.name} has no requests in part {part!r} (its lines need a \"part\" field)")
+    return f"{source.name} ({part})", chosen

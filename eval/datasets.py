@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import random
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -87,6 +88,8 @@ class StreamRequest:
     seq: int
     intent: str
     prompt: str
+    # Which split the request's intent belongs to (`dev`, `test`), or "" for a trace without splits.
+    part: str = ""
 
 
 def load_pairs(path: Path, fmt: DatasetFormat = DatasetFormat.AUTO) -> tuple[LabeledPair, ...]:
@@ -112,11 +115,12 @@ def load_pairs(path: Path, fmt: DatasetFormat = DatasetFormat.AUTO) -> tuple[Lab
 
 
 def load_stream(path: Path) -> tuple[StreamRequest, ...]:
-    """Read a replay trace (JSONL: seq, intent, prompt) in file order; `seq` must increase."""
+    """Read a replay trace (JSONL: seq, intent, prompt, optional part) in file order; `seq` must increase."""
     requests: list[StreamRequest] = []
     for line, fields in _jsonl_rows(path, _read_text(path)):
         try:
-            request = StreamRequest(_int(fields, "seq"), _text(fields, "intent"), _text(fields, "prompt"))
+            part = _text(fields, "part") if "part" in fields else ""
+            request = StreamRequest(_int(fields, "seq"), _text(fields, "intent"), _text(fields, "prompt"), part)
         except ValueError as exc:
             raise DatasetError(str(path), line, str(exc)) from None
         if requests and request.seq <= requests[-1].seq:
@@ -125,6 +129,24 @@ def load_stream(path: Path) -> tuple[StreamRequest, ...]:
     if not requests:
         raise DatasetError(str(path), 0, "no requests in file")
     return tuple(requests)
+
+
+def load_clusters(path: Path, seed: int = 0) -> tuple[StreamRequest, ...]:
+    """Read question clusters (a JSON list of lists of questions that share an answer, like GPTCache's OSSChat
+    set) as a replay trace: each cluster is an intent, every question is asked once, in a seeded shuffle."""
+    try:
+        clusters = json.loads(_read_text(path))
+    except json.JSONDecodeError as exc:
+        raise DatasetError(str(path), exc.lineno, f"not valid JSON: {exc.msg}") from None
+    if not isinstance(clusters, list) or not clusters:
+        raise DatasetError(str(path), 0, "expected a non-empty JSON list of question lists")
+    asked: list[tuple[str, str]] = []
+    for index, cluster in enumerate(clusters):
+        if not isinstance(cluster, list) or not all(isinstance(q, str) and q.strip() for q in cluster):
+            raise DatasetError(str(path), 0, f"cluster {index} must be a list of non-empty strings")
+        asked.extend((f"cluster-{index:04d}", question) for question in dict.fromkeys(cluster))
+    random.Random(seed).shuffle(asked)
+    return tuple(StreamRequest(seq, intent, prompt) for seq, (intent, prompt) in enumerate(asked, 1))
 
 
 def _read_text(path: Path) -> str:

@@ -25,6 +25,10 @@ How the trace is built (fully determined by SEED):
 3. REPEAT_SHARE of the lines are byte-identical repeats of an earlier line,
    picked with the same popularity skew, at random positions.
 
+4. Every line carries the ``part`` (``dev`` / ``test``) of its intent: families (an intent and its
+   ``twin_of`` links) are dealt per domain alternately to dev and test with their own seeded RNG (the same
+   rule as ``make_trace2.py``), so replaying ``--part test`` replays intents never tuned on.
+
 Usage: python scripts/make_stream.py [--lines 600] [--seed 7]
 """
 
@@ -165,7 +169,38 @@ def build(intents: list[dict], n_lines: int, seed: int) -> list[dict]:
         else:
             intent, prompt = next(it_fresh)
         lines.append({"seq": seq + 1, "intent": intent, "prompt": prompt})
-    return lines
+    parts = split(intents, seed)
+    return [line | {"part": parts[line["intent"]]} for line in lines]
+
+
+def split(intents: list[dict], seed: int) -> dict[str, str]:
+    """Intent id -> part (``dev`` / ``test``); twin-linked families are never split."""
+    parent = {it["id"]: it["id"] for it in intents}
+
+    def root(x: str) -> str:
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for it in intents:
+        if it["twin_of"]:
+            a, b = sorted((root(it["id"]), root(it["twin_of"])))
+            parent[b] = a
+    rng = random.Random(f"split-{seed}")
+    by_domain: dict[str, list[str]] = {}
+    for it in intents:
+        families = by_domain.setdefault(it["domain"], [])
+        if root(it["id"]) not in families:
+            families.append(root(it["id"]))
+    part_of: dict[str, str] = {}
+    turn = rng.randrange(2)
+    for domain in sorted(by_domain):
+        families = by_domain[domain]
+        rng.shuffle(families)
+        for family in families:
+            part_of[family] = ("dev", "test")[turn]
+            turn ^= 1
+    return {it["id"]: part_of[root(it["id"])] for it in intents}
 
 
 def main() -> int:

@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from index.decisions import Label, LabelSource
 from index.errors import NotFound, StoreUnavailable, Unauthorized
 from index.keys import namespace_for
+from service.credentials import namespace_of
 from service.requests import bearer_token
 from service.runtime import Runtime
 
@@ -59,8 +60,9 @@ async def feedback(body: Feedback, request: Request, rt: RuntimeDep) -> dict[str
     """An application's verdict on a served answer; the same request twice keeps the latest."""
     await run_in_threadpool(rt.flush_decisions)
     decision = await run_in_threadpool(rt.decisions.get, body.request_id)
-    namespace = namespace_for(bearer_token(request.headers.get("authorization")), rt.secret)
-    if decision is None or decision.namespace != namespace:  # another tenant's id is as unknown as a bad one
+    namespace = namespace_of(request.headers, rt.settings.credential_policy, rt.secret)
+    # Another tenant's id is as unknown as a bad one.
+    if decision is None or namespace is None or decision.namespace != namespace:
         raise NotFound(f"No semantic decision with request_id {body.request_id!r}.")
     label = Label(body.request_id, LabelSource.FEEDBACK, body.correct, time.time(), body.detail)
     await run_in_threadpool(rt.decisions.label, label)

@@ -18,11 +18,12 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from index.decisions import DecisionRecord
-from index.keys import CacheKey, LookupMode, build_key, namespace_for
+from index.keys import CacheKey, LookupMode, build_key
 from index.records import CachedResponse, Lookup, QueryVectors, Verdict
+from service.credentials import NO_CREDENTIAL, namespace_of
 from service.errors import PayloadTooLarge, error_body
 from service.gateway_paths import CHAT_PATH
-from service.requests import CacheDirectives, bearer_token, parse_cache_control, parse_chat_body
+from service.requests import CacheDirectives, parse_cache_control, parse_chat_body
 from service.runtime import Runtime
 from service.shadow import Labeler
 from service.sse import StreamAccumulator, replay, storable_finish
@@ -97,8 +98,10 @@ class Gateway:
         raw = await read_body(request, self.rt.settings.max_body_bytes)
         body = parse_chat_body(raw)
         directives = parse_cache_control(request.headers.get("cache-control"))
-        namespace = namespace_for(bearer_token(request.headers.get("authorization")), self.rt.secret)
-        key = build_key(namespace, body, self.rt.settings.context_match)
+        namespace = namespace_of(request.headers, self.rt.settings.credential_policy, self.rt.secret)
+        key = build_key(namespace or "", body, self.rt.settings.context_match)
+        if namespace is None:  # never file an answer under "nobody": every such caller would share it
+            key = dataclasses.replace(key, mode=LookupMode.BYPASS, mode_reason=NO_CREDENTIAL)
         return Exchange(uuid.uuid4().hex, raw, body, key, directives, dict(request.headers), started)
 
     def _observe_lookup(self, exchange: Exchange, lookup: Lookup, min_similarity: float) -> None:

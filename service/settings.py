@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from index.decision import DEFAULT_MIN_CONTEXT_SIMILARITY
 from index.keys import ContextMatch
+from service.credentials import CredentialPolicy
 
 # Chosen from `eval sweep` on datasets/pairs-dev.jsonl and `eval replay` on datasets/stream.jsonl; see README
 # "How the default threshold was chosen".
@@ -38,6 +40,11 @@ class Settings(BaseSettings):
     verifier_min_probability: float | None = Field(
         None, ge=0.0, le=1.0, description="P(same answer) the verifier needs; empty = the model's calibrated default")
     namespace_secret: SecretStr | None = Field(None, description="HMAC secret for namespaces; default generated")
+    credential_headers: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="More headers that carry a credential (comma-separated), besides Authorization, "
+        "api-key and x-api-key")
+    shared_namespace: str | None = Field(
+        None, description="Opt-in: requests without any credential share this one namespace; unset = not cached")
     admin_token: SecretStr | None = Field(None, description="Bearer token for /deja/* admin endpoints")
     ttl_seconds: float | None = Field(7 * 24 * 3600, ge=0, description="Default entry lifetime; empty = forever")
     exact_max_items: int = Field(10_000, ge=1, description="Size of the in-process exact LRU")
@@ -64,6 +71,20 @@ class Settings(BaseSettings):
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
         return None if value in ("", "none", "None", 0, "0") else value
+
+    @field_validator("credential_headers", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        return tuple(h.strip().lower() for h in value.split(",") if h.strip()) if isinstance(value, str) else value
+
+    @field_validator("shared_namespace", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @property
+    def credential_policy(self) -> CredentialPolicy:
+        return CredentialPolicy(self.credential_headers, self.shared_namespace)
 
     @property
     def sql_url(self) -> str:

@@ -204,7 +204,7 @@ def test_no_conv_pair_shared_between_dev_and_test(convs: dict[str, list[dict]]) 
 def test_stream_schema_and_order(stream: list[dict]) -> None:
     assert len(stream) >= 500
     for i, r in enumerate(stream):
-        assert set(r) == {"seq", "intent", "prompt"}
+        assert set(r) == {"seq", "intent", "prompt", "part"} and r["part"] in {"dev", "test"}
         assert isinstance(r["seq"], int) and not isinstance(r["seq"], bool)
         assert isinstance(r["intent"], str) and r["intent"]
         assert isinstance(r["prompt"], str) and r["prompt"].strip()
@@ -223,6 +223,15 @@ def test_stream_intents_and_repeats(stream: list[dict], intents: list[dict]) -> 
         repeats += r["prompt"] in seen
         seen.add(r["prompt"])
     assert 0.10 <= repeats / len(stream) <= 0.20
+
+
+def test_stream_split_keeps_twin_families_together(stream: list[dict], intents: list[dict]) -> None:
+    part = {r["intent"]: r["part"] for r in stream}
+    assert len(part) == len({(r["intent"], r["part"]) for r in stream})  # one part per intent
+    for it in intents:
+        if it["twin_of"]:
+            assert part[it["id"]] == part[it["twin_of"]], it["id"]
+    assert 0.35 <= sum(r["part"] == "test" for r in stream) / len(stream) <= 0.65
 
 
 def test_stream_prompt_maps_to_one_intent(stream: list[dict]) -> None:
@@ -281,3 +290,47 @@ def test_pairs_and_convs_match_sources(pairs: dict[str, list[dict]], convs: dict
     c_dev, c_test = mod.split_families(mod.merge_families(conv_fams), mod.SEED + 1)
     assert project(c_dev) == project(convs["dev"])
     assert project(c_test) == project(convs["test"])
+
+
+# --------------------------------------------------------------------------- trace2 (second hand)
+@pytest.fixture(scope="module")
+def trace2() -> list[dict]:
+    return load_jsonl("trace2.jsonl")
+
+
+@pytest.fixture(scope="module")
+def trace2_intents() -> list[dict]:
+    return json.loads((DATA / "trace2-intents.json").read_text(encoding="utf-8"))
+
+
+def test_trace2_schema_size_and_repeats(trace2: list[dict], trace2_intents: list[dict]) -> None:
+    assert len(trace2) >= 800 and len(trace2_intents) >= 150
+    assert [r["seq"] for r in trace2] == list(range(1, len(trace2) + 1))
+    for r in trace2:
+        assert set(r) == {"seq", "intent", "prompt", "part"} and r["part"] in {"dev", "test"}
+    repeats = len(trace2) - len({r["prompt"] for r in trace2})
+    assert 0.10 <= repeats / len(trace2) <= 0.20
+    assert {r["intent"] for r in trace2} == {it["id"] for it in trace2_intents}
+
+
+def test_trace2_split_keeps_twin_families_together(trace2: list[dict], trace2_intents: list[dict]) -> None:
+    part = {it["id"]: it["part"] for it in trace2_intents}
+    for it in trace2_intents:
+        if it["twin_of"]:
+            assert part[it["twin_of"]] == it["part"], it["id"]
+    for r in trace2:
+        assert r["part"] == part[r["intent"]]
+    test_share = sum(r["part"] == "test" for r in trace2) / len(trace2)
+    assert 0.35 <= test_share <= 0.65
+    dev_prompts = {norm(r["prompt"]) for r in trace2 if r["part"] == "dev"}
+    assert not {norm(r["prompt"]) for r in trace2 if r["part"] == "test"} & dev_prompts
+
+
+def test_trace2_is_another_hand_than_stream(trace2: list[dict], stream: list[dict]) -> None:
+    theirs = {norm(r["prompt"]) for r in stream}
+    assert not [r["prompt"] for r in trace2 if norm(r["prompt"]) in theirs]
+
+
+def test_trace2_is_reproducible(trace2: list[dict]) -> None:
+    mod = load_script("make_trace2")
+    assert mod.build(mod.load_intents(), mod.N_LINES, mod.SEED) == trace2

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.datasets import Conversation, DatasetFormat, LabeledPair, Message, load_pairs, load_stream
+from eval.datasets import Conversation, DatasetFormat, LabeledPair, Message, load_clusters, load_pairs, load_stream
 from index.errors import DatasetError
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -136,3 +136,26 @@ def test_stream_line_without_prompt_is_rejected(tmp_path: Path) -> None:
     path = _write(tmp_path, "s.jsonl", '{"seq": 1, "intent": "a"}\n')
     with pytest.raises(DatasetError, match="'prompt' must be a non-empty string"):
         load_stream(path)
+
+
+def test_stream_part_is_read_when_present(tmp_path: Path) -> None:
+    path = _write(tmp_path, "s.jsonl", '{"seq": 1, "intent": "a", "prompt": "x", "part": "test"}\n'
+                  '{"seq": 2, "intent": "a", "prompt": "y"}\n')
+    assert [r.part for r in load_stream(path)] == ["test", ""]
+
+
+def test_clusters_become_a_seeded_trace_with_one_intent_per_cluster(tmp_path: Path) -> None:
+    path = _write(tmp_path, "c.json", '[["what is x?", "x meaning?", "what is x?"], ["how to install y"]]')
+    requests = load_clusters(path, seed=3)
+    assert sorted(r.prompt for r in requests) == ["how to install y", "what is x?", "x meaning?"]
+    assert [r.seq for r in requests] == [1, 2, 3]
+    by_prompt = {r.prompt: r.intent for r in requests}
+    assert by_prompt["what is x?"] == by_prompt["x meaning?"] != by_prompt["how to install y"]
+    assert load_clusters(path, seed=3) == requests
+
+
+@pytest.mark.parametrize("text", ['{"a": 1}', "[]", '[["ok"], [3]]', "[oops"], ids=["object", "empty", "number",
+                                                                                  "bad-json"])
+def test_malformed_cluster_file_is_a_dataset_error(tmp_path: Path, text: str) -> None:
+    with pytest.raises(DatasetError):
+        load_clusters(_write(tmp_path, "c.json", text))

@@ -153,3 +153,37 @@ def test_replay_json_reports_vetoes_per_stage(guards: None) -> None:
     row = json.loads(out)["rows"][0]
     assert [v["stage"] for v in row["vetoes"]] == ["polarity", "values"]
     assert row["requests"] == 6
+
+
+def test_replay_of_one_part_keeps_only_that_split(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"seq": 1, "intent": "a", "prompt": "how do I freeze a card", "part": "dev"}\n'
+                     '{"seq": 2, "intent": "b", "prompt": "how do I thaw a card", "part": "test"}\n'
+                     '{"seq": 3, "intent": "b", "prompt": "how do I thaw a card", "part": "test"}\n')
+    code, out, _ = _run("replay", "--stream", str(trace), "--part", "test", "--stages", "none", "--embedder",
+                        "hash", "--threshold", "0.9", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["stream"] == "t.jsonl (test)" and report["requests"] == 2
+    assert report["rows"][0]["exact_hits"] == 1
+
+
+def test_replay_of_a_part_the_trace_lacks_fails_in_one_line() -> None:
+    code, _, err = _run("replay", "--stream", str(FIXTURES / "stream.jsonl"), "--part", "test", "--embedder", "hash")
+    assert code == 1 and "no requests in part 'test'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_replay_of_clusters_treats_each_cluster_as_an_intent(tmp_path: Path) -> None:
+    clusters = tmp_path / "c.json"
+    clusters.write_text('[["what is x", "what is x?", "x meaning"], ["install y"]]')
+    code, out, _ = _run("replay", "--clusters", str(clusters), "--stages", "none", "--embedder", "hash",
+                        "--threshold", "0.99", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert (report["requests"], report["intents"]) == (4, 2)
+    assert report["rows"][0]["oracle"] == 2
+
+
+def test_replay_needs_exactly_one_source() -> None:
+    code, _, _ = _run("replay", "--embedder", "hash")
+    assert code == 2
