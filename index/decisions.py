@@ -39,6 +39,8 @@ class DecisionRecord:
     verdict: str
     vetoed_by: str | None
     created_at: float
+    # The API the request spoke (`chat`, `messages`, `responses`): `eval sweep --traffic --api` filters on it.
+    api: str = "chat"
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ def _row_to_decision(m: object) -> DecisionRecord:
     return DecisionRecord(
         row["request_id"], row["namespace"], row["model"], row["prompt"], row["entry_id"], row["candidate_prompt"],
         float(row["similarity"]), float(row["min_similarity"]), stages, row["verdict"], row["vetoed_by"],
-        float(row["created_at"]),
+        float(row["created_at"]), row["api"],
     )
 
 
@@ -90,7 +92,7 @@ class DecisionLog:
             "request_id": r.request_id, "namespace": r.namespace, "model": r.model, "prompt": r.prompt,
             "entry_id": r.entry_id, "candidate_prompt": r.candidate_prompt, "similarity": r.similarity,
             "min_similarity": r.min_similarity, "stages": _stages_json(r.stages), "verdict": r.verdict,
-            "vetoed_by": r.vetoed_by, "created_at": r.created_at,
+            "vetoed_by": r.vetoed_by, "created_at": r.created_at, "api": r.api,
         } for r in records]
         try:
             with self.engine.begin() as conn:
@@ -130,12 +132,15 @@ class DecisionLog:
         return [Label(r.request_id, LabelSource(r.source), bool(r.correct), float(r.created_at), r.detail)
                 for r in rows]
 
-    def labeled(self, namespace: str | None = None) -> list[LabeledDecision]:
-        """Every decision that has at least one label, with its label by precedence."""
+    def labeled(self, namespace: str | None = None, api: str | None = None) -> list[LabeledDecision]:
+        """Every decision that has at least one label, with its label by precedence; optionally one namespace's
+        or one API's only."""
         query = select(decisions, labels.c.source, labels.c.correct).join(
             labels, labels.c.request_id == decisions.c.request_id)
         if namespace is not None:
             query = query.where(decisions.c.namespace == namespace)
+        if api is not None:
+            query = query.where(decisions.c.api == api)
         try:
             with self.engine.connect() as conn:
                 rows = conn.execute(query).all()

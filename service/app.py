@@ -12,6 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from service import errors
 from service.admin import admin_router, feedback_router
+from service.dialects import CHAT, MESSAGES, RESPONSES, error_dialect
 from service.gateway import Gateway
 from service.label_page import label_router
 from service.runtime import Runtime
@@ -41,7 +42,7 @@ def create_app(settings: Settings) -> FastAPI:
             await runtime.close()
 
     app = FastAPI(title="Deja", lifespan=lifespan, docs_url=None, redoc_url=None)
-    errors.install(app)
+    errors.install(app, lambda request: error_dialect(request.url.path, request.headers).error_body)
     app.include_router(feedback_router)
     app.include_router(admin_router)
     app.include_router(label_router)
@@ -54,16 +55,25 @@ def create_app(settings: Settings) -> FastAPI:
     async def metrics(gw: GatewayDep) -> Response:
         return Response(generate_latest(gw.rt.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
-    @app.post("/v1/chat/completions")
+    @app.post(CHAT.path)
     async def chat(request: Request, gw: GatewayDep) -> Response:
-        return await gw.chat(request)
+        return await gw.handle(request, CHAT)
+
+    @app.post(MESSAGES.path)
+    async def messages(request: Request, gw: GatewayDep) -> Response:
+        return await gw.handle(request, MESSAGES)
+
+    @app.post(RESPONSES.path)
+    async def responses(request: Request, gw: GatewayDep) -> Response:
+        return await gw.handle(request, RESPONSES)
 
     @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"])
     async def passthrough(path: str, request: Request, gw: GatewayDep) -> Response:
         return await gw.passthrough(request, path)
 
     @app.exception_handler(404)
-    async def not_found(_request: Request, _exc: Exception) -> JSONResponse:
-        return JSONResponse(errors.error_body("Unknown route.", "invalid_request_error"), status_code=404)
+    async def not_found(request: Request, _exc: Exception) -> JSONResponse:
+        shape = error_dialect(request.url.path, request.headers).error_body
+        return JSONResponse(shape(404, "invalid_request_error", "Unknown route.", None), status_code=404)
 
     return app

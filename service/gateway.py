@@ -1,4 +1,8 @@
-"""The gateway pipeline for `POST /v1/chat/completions`: validate, key, look up, answer or forward and store."""
+"""The gateway pipeline, the same for every API dialect: validate, key, look up, answer or forward and store.
+
+The dialect (`service.dialects`) knows the API's shapes; this module knows the order of things and never looks
+inside a request or an answer.
+"""
 
 from __future__ import annotations
 
@@ -18,24 +22,26 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from index.decisions import DecisionRecord
-from index.keys import CacheKey, LookupMode, build_key
+from index.keys import CacheKey, LookupMode, key_for
 from index.records import CachedResponse, Lookup, QueryVectors, Verdict
 from service.credentials import NO_CREDENTIAL, namespace_of
-from service.errors import PayloadTooLarge, error_body
-from service.gateway_paths import CHAT_PATH
-from service.requests import CacheDirectives, parse_cache_control, parse_chat_body
+from service.dialects import Dialect, speaks_anthropic
+from service.dialects.base import UpstreamName
+from service.errors import PayloadTooLarge
+from service.requests import CacheDirectives, parse_cache_control
 from service.runtime import Runtime
 from service.shadow import Labeler
-from service.sse import StreamAccumulator, replay, storable_finish
 from service.upstream import response_headers
 
 log = logging.getLogger("deja.gateway")
 
+
 @dataclass(frozen=True)
 class Exchange:
-    """One chat request after parsing: what the caller sent and where it lives in the cache."""
+    """One request after parsing: its API, what the caller sent, and where it lives in the cache."""
 
     request_id: str
+    dialect: Dialect
     raw: bytes
     body: dict[str, Any]
     key: CacheKey
@@ -45,7 +51,7 @@ class Exchange:
 
     @property
     def stream(self) -> bool:
-        return bool(self.body.get("stream"))
+        return self.dialect.streams(self.body)
 
     @property
     def storable(self) -> bool:
@@ -72,37 +78,43 @@ class Gateway:
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
         self.cache = runtime.cache
-        self.upstream = runtime.upstream
         self.labeler = Labeler(runtime)
 
-    async def chat(self, request: Request) -> Response:
-        exchange = await self._parse(request)
+    async def handle(self, request: Request, dialect: Dialect) -> Response:
+        exchange = await self._parse(request, dialect)
         lookup = Lookup(Verdict.BYPASS)
         if exchange.key.mode is not LookupMode.BYPASS and exchange.directives.lookup:
             policy = self.rt.thresholds.policy_for(exchange.key.namespace)
             lookup = await run_in_threadpool(self.cache.lookup, exchange.key, policy)
             self._observe_lookup(exchange, lookup, policy.min_similarity)
-            if lookup.response is not None and self._fresh(lookup.response, exchange.directives):
-                return self._answer_from_cache(exchange, lookup, lookup.response)
-            if lookup.response is not None:  # too old for the caller's max-age
+            served = self._servable(exchange, lookup.response)
+            if lookup.response is not None and served is not None:
+                return self._answer_from_cache(exchange, lookup, lookup.response, served)
+            if lookup.response is not None:  # too old for the caller's max-age, or cannot stand in
                 lookup = dataclasses.replace(lookup, verdict=Verdict.MISS, response=None)
         verdict = Verdict.MISS if exchange.storable else Verdict.BYPASS
-        self.rt.metrics.requests.labels(verdict.value).inc()
+        self.rt.metrics.requests.labels(dialect.name, verdict.value).inc()
         headers = self._headers(exchange, lookup, verdict)
         if exchange.stream:
             return await self._forward_stream(exchange, lookup, headers)
         return await self._forward(exchange, lookup, headers)
 
-    async def _parse(self, request: Request) -> Exchange:
+    async def _parse(self, request: Request, dialect: Dialect) -> Exchange:
         started = time.perf_counter()
         raw = await read_body(request, self.rt.settings.max_body_bytes)
-        body = parse_chat_body(raw)
+        body = dialect.parse(raw)
         directives = parse_cache_control(request.headers.get("cache-control"))
         namespace = namespace_of(request.headers, self.rt.settings.credential_policy, self.rt.secret)
-        key = build_key(namespace or "", body, self.rt.settings.context_match)
+        key = key_for(namespace or "", dialect.canonical(body, request.headers), self.rt.settings.context_match)
         if namespace is None:  # never file an answer under "nobody": every such caller would share it
             key = dataclasses.replace(key, mode=LookupMode.BYPASS, mode_reason=NO_CREDENTIAL)
-        return Exchange(uuid.uuid4().hex, raw, body, key, directives, dict(request.headers), started)
+        return Exchange(uuid.uuid4().hex, dialect, raw, body, key, directives, dict(request.headers), started)
+
+    def _servable(self, exchange: Exchange, cached: CachedResponse | None) -> dict[str, Any] | None:
+        max_age = exchange.directives.max_age
+        if cached is None or (max_age is not None and time.time() - cached.created_at > max_age):
+            return None
+        return exchange.dialect.serve(cached.body, exchange.body)
 
     def _observe_lookup(self, exchange: Exchange, lookup: Lookup, min_similarity: float) -> None:
         metrics = self.rt.metrics
@@ -118,11 +130,7 @@ class Gateway:
         self.rt.log_decision(DecisionRecord(
             exchange.request_id, exchange.key.namespace, exchange.key.model, exchange.key.prompt,
             lookup.candidate_id, lookup.candidate_prompt, decision.similarity, min_similarity, decision.stages,
-            lookup.verdict.value, decision.vetoed_by, time.time()))
-
-    @staticmethod
-    def _fresh(response: CachedResponse, directives: CacheDirectives) -> bool:
-        return directives.max_age is None or time.time() - response.created_at <= directives.max_age
+            lookup.verdict.value, decision.vetoed_by, time.time(), exchange.dialect.name))
 
     @staticmethod
     def _headers(exchange: Exchange, lookup: Lookup, verdict: Verdict) -> dict[str, str]:
@@ -137,27 +145,25 @@ class Gateway:
             headers["X-Deja-Policy"] = f"{exchange.key.mode.value}: {exchange.key.mode_reason}"
         return headers
 
-    def _answer_from_cache(self, exchange: Exchange, lookup: Lookup, cached: CachedResponse) -> Response:
+    def _answer_from_cache(self, exchange: Exchange, lookup: Lookup, cached: CachedResponse,
+                           served: dict[str, Any]) -> Response:
         self._count_hit(exchange, lookup, cached)
-        body = dict(cached.body)
-        body["id"] = f"chatcmpl-deja-{uuid.uuid4().hex[:24]}"
-        body["created"] = int(time.time())
         headers = self._headers(exchange, lookup, lookup.verdict)
         if lookup.verdict is Verdict.SEMANTIC_HIT and random.random() < self.rt.settings.audit_rate:
-            self.labeler.audit(exchange.request_id, exchange.raw, exchange.headers, cached.body)
+            self.labeler.audit(exchange.request_id, exchange.dialect, exchange.body, exchange.headers, cached.body)
         if exchange.stream:
-            include_usage = bool((exchange.body.get("stream_options") or {}).get("include_usage"))
-            return StreamingResponse(_aiter(replay(body, include_usage)), media_type="text/event-stream",
-                                     headers=headers)
-        return Response(json.dumps(body), media_type="application/json", headers=headers)
+            return StreamingResponse(_aiter(exchange.dialect.replay(served, exchange.body)),
+                                     media_type="text/event-stream", headers=headers)
+        return Response(json.dumps(served), media_type="application/json", headers=headers)
 
     def _count_hit(self, exchange: Exchange, lookup: Lookup, cached: CachedResponse) -> None:
         metrics = self.rt.metrics
-        metrics.requests.labels(lookup.verdict.value).inc()
-        metrics.request_seconds.labels(lookup.verdict.value).observe(time.perf_counter() - exchange.started)
+        api = exchange.dialect.name
+        metrics.requests.labels(api, lookup.verdict.value).inc()
+        metrics.request_seconds.labels(api, lookup.verdict.value).observe(time.perf_counter() - exchange.started)
         self.rt.maintainer.touch(cached.entry_id)
-        tokens = (cached.body.get("usage") or {}).get("total_tokens")
-        if isinstance(tokens, int):
+        tokens = exchange.dialect.tokens(cached.body)
+        if tokens is not None:
             model = exchange.key.model
             metrics.tokens_saved.labels(model).inc(tokens)
             price = self.rt.settings.prices_per_1k_tokens.get(model)
@@ -167,59 +173,65 @@ class Gateway:
     async def _send(self, exchange: Exchange) -> httpx.Response:
         started = time.perf_counter()
         try:
-            return await self.upstream.send("POST", CHAT_PATH, exchange.headers, exchange.raw)
+            upstream = self.rt.upstream_for(exchange.dialect.upstream)
+            return await upstream.send("POST", exchange.dialect.path, exchange.headers, exchange.raw)
         finally:
             self.rt.metrics.stage_seconds.labels("upstream").observe(time.perf_counter() - started)
 
     async def _forward(self, exchange: Exchange, lookup: Lookup, headers: dict[str, str]) -> Response:
         response = await self._send(exchange)
-        content = await self.upstream.read(response)
+        content = await self.rt.upstream_for(exchange.dialect.upstream).read(response)
         if response.status_code == 200 and exchange.storable:
-            completion = _completion(content)
-            if completion is not None:
-                entry_id = await self._store(exchange, completion, lookup)
+            answer = exchange.dialect.stored_answer(content)
+            if answer is not None:
+                entry_id = await self._store(exchange, answer, lookup)
                 if entry_id is not None:
                     headers["X-Deja-Entry"] = str(entry_id)
-        self.rt.metrics.request_seconds.labels("miss").observe(time.perf_counter() - exchange.started)
+        self._observe_miss(exchange, headers)
         return Response(content, status_code=response.status_code,
                         headers={**response_headers(response.headers), **headers})
+
+    def _observe_miss(self, exchange: Exchange, headers: dict[str, str]) -> None:
+        self.rt.metrics.request_seconds.labels(exchange.dialect.name, headers["X-Deja-Cache"]).observe(
+            time.perf_counter() - exchange.started)
 
     async def _forward_stream(self, exchange: Exchange, lookup: Lookup, headers: dict[str, str]) -> Response:
         response = await self._send(exchange)
         is_sse = response.headers.get("content-type", "").startswith("text/event-stream")
         if response.status_code != 200 or not is_sse:
-            content = await self.upstream.read(response)
+            content = await self.rt.upstream_for(exchange.dialect.upstream).read(response)
             return Response(content, status_code=response.status_code,
                             headers={**response_headers(response.headers), **headers})
-        return StreamingResponse(self._relay(exchange, response, lookup), status_code=200,
+        return StreamingResponse(self._relay(exchange, response, lookup, headers), status_code=200,
                                  headers={**response_headers(response.headers), **headers},
                                  media_type="text/event-stream")
 
-    async def _relay(self, exchange: Exchange, response: httpx.Response, lookup: Lookup) -> AsyncIterator[bytes]:
-        """Pass chunks through as they arrive; store only after a clean `[DONE]` (before the client sees it,
-        so a request sent right after the stream ends already finds the entry)."""
-        accumulator = StreamAccumulator()
+    async def _relay(self, exchange: Exchange, response: httpx.Response, lookup: Lookup,
+                     headers: dict[str, str]) -> AsyncIterator[bytes]:
+        """Pass events through as they arrive; store once the dialect sees a clean, storable end (before the
+        client gets the last bytes, so a request sent right after the stream ends already finds the entry)."""
+        accumulator = exchange.dialect.accumulator()
         stored = False
         try:
             async for chunk in response.aiter_bytes():
                 accumulator.feed(chunk)
                 if not stored and accumulator.complete and exchange.storable:
                     stored = True
-                    await self._store(exchange, accumulator.completion(), lookup)
+                    await self._store(exchange, accumulator.answer(), lookup)
                 yield chunk
         except httpx.HTTPError as exc:
             log.warning("upstream stream cut (request %s): %s", exchange.request_id, type(exc).__name__)
-            error = error_body(f"The upstream stream was interrupted: {type(exc).__name__}", "upstream_error")
-            yield b"data: " + json.dumps(error).encode() + b"\n\n"
+            yield exchange.dialect.stream_error(f"The upstream stream was interrupted: {type(exc).__name__}")
         finally:
             await response.aclose()
+            self._observe_miss(exchange, headers)
 
-    async def _store(self, exchange: Exchange, completion: dict[str, Any], lookup: Lookup) -> int | None:
+    async def _store(self, exchange: Exchange, answer: dict[str, Any], lookup: Lookup) -> int | None:
         if lookup.candidate_response is not None and lookup.decision is not None:
-            self.labeler.shadow(exchange.request_id, completion, lookup.candidate_response)
+            self.labeler.shadow(exchange.request_id, exchange.dialect, answer, lookup.candidate_response)
         vector: QueryVectors | None = lookup.vector
         try:
-            return await run_in_threadpool(self.cache.store_answer, exchange.key, completion, vector,
+            return await run_in_threadpool(self.cache.store_answer, exchange.key, answer, vector,
                                            exchange.directives.max_age)
         except (OSError, ValueError, RuntimeError) as exc:  # a failed cache write never fails the response
             log.warning("answer not cached (request %s): %s", exchange.request_id, exc)
@@ -227,8 +239,10 @@ class Gateway:
 
     async def passthrough(self, request: Request, path: str) -> Response:
         """Any other route: forwarded unchanged and uncached, bodies streamed both ways."""
-        response = await self.upstream.send(request.method, "/" + path, dict(request.headers),
-                                            request.stream(), params=request.url.query)
+        anthropic = speaks_anthropic(path, request.headers)
+        upstream = self.rt.upstream_for(UpstreamName.ANTHROPIC if anthropic else UpstreamName.OPENAI)
+        response = await upstream.send(request.method, "/" + path, dict(request.headers), request.stream(),
+                                       params=request.url.query)
 
         async def body() -> AsyncIterator[bytes]:
             try:
@@ -241,19 +255,6 @@ class Gateway:
 
         return StreamingResponse(body(), status_code=response.status_code,
                                  headers={**response_headers(response.headers), "X-Deja-Cache": "bypass"})
-
-
-def _completion(content: bytes) -> dict[str, Any] | None:
-    """The upstream body if it is a complete chat.completion worth storing."""
-    try:
-        body = json.loads(content)
-    except ValueError:
-        return None
-    if not isinstance(body, dict) or not body.get("choices"):
-        return None
-    if not all(storable_finish(c.get("finish_reason")) for c in body["choices"]):
-        return None
-    return body
 
 
 async def _aiter(chunks: Iterable[bytes]) -> AsyncIterator[bytes]:

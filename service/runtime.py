@@ -26,6 +26,7 @@ from index.hnsw import SemanticIndex
 from index.maintenance import Maintainer
 from index.stages import Stage
 from index.store import EntryStore, make_engine
+from service.dialects.base import UpstreamName
 from service.metrics import Metrics
 from service.settings import Settings
 from service.upstream import Upstream
@@ -39,12 +40,12 @@ def build_stages(settings: Settings) -> tuple[Stage, ...]:
     return registry.build_stages(names, settings.verifier_min_probability)
 
 
-def build_upstream(settings: Settings, transport: httpx.AsyncBaseTransport | None = None) -> Upstream:
+def build_upstream(settings: Settings, base_url: str, transport: httpx.AsyncBaseTransport | None = None) -> Upstream:
     timeout = httpx.Timeout(connect=settings.upstream_connect_timeout, read=settings.upstream_read_timeout,
                             write=30.0, pool=10.0)
     limits = httpx.Limits(max_connections=settings.upstream_max_connections,
                           max_keepalive_connections=settings.upstream_max_connections)
-    return Upstream(settings.upstream_url, timeout, limits, transport)
+    return Upstream(base_url, timeout, limits, transport)
 
 
 @dataclass
@@ -78,7 +79,8 @@ class Runtime:
         self.maintainer = Maintainer(self.cache, settings.max_entries)
         self.decisions = DecisionLog(engine)
         self.thresholds = Thresholds(settings.min_similarity, settings.min_context_similarity)
-        self.upstream = build_upstream(settings)
+        self.upstream = build_upstream(settings, settings.upstream_url)
+        self.anthropic_upstream = build_upstream(settings, settings.anthropic_upstream_url)
         self.secret = settings.secret_bytes()
         self._pending: list[DecisionRecord] = []
         self._pending_lock = threading.Lock()
@@ -86,6 +88,9 @@ class Runtime:
         self._task: asyncio.Task[None] | None = None
         self.audit_slots = asyncio.Semaphore(settings.audit_concurrency)
         self.background: set[asyncio.Task[None]] = set()
+
+    def upstream_for(self, name: UpstreamName) -> Upstream:
+        return self.anthropic_upstream if name is UpstreamName.ANTHROPIC else self.upstream
 
     def start(self) -> None:
         try:
@@ -162,4 +167,5 @@ class Runtime:
             task.cancel()
         await run_in_threadpool(self.flush_decisions)
         await self.upstream.aclose()
+        await self.anthropic_upstream.aclose()
         self.cache.store.engine.dispose()
