@@ -15,12 +15,12 @@ import httpx
 
 from bench.common import table, timed_ms
 from index.cache import Cache, CacheConfig
-from index.decision import MatchPolicy
 from index.embedder import MiniLMEmbedder
 from index.exact import LruExactCache
 from index.guards import rule_stages
 from index.hnsw import SemanticIndex
 from index.keys import build_key
+from index.policy import MatchPolicy
 from index.records import QueryVectors
 from index.store import EntryStore, make_engine
 from tests.support.services import GatewayProcess

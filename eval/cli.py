@@ -5,24 +5,29 @@ Results go to stdout (tables or `--json`); progress and notes go to stderr. Fail
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
+from pydantic import ValidationError
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from eval.datasets import DatasetFormat, StreamRequest, load_clusters, load_pairs, load_stream
+from eval.datasets import DatasetError, DatasetFormat, StreamRequest, load_clusters, load_pairs, load_stream
 from eval.embedding import EmbedderName, make_embedder
-from eval.stages import StageUnavailable, build_stages, parse_stage_names
 from eval.thresholds import parse_thresholds
-from index.errors import DatasetError, StoreUnavailable
-from index.stages import Stage
+from index.embedder import Embedder
+from index.errors import StageUnavailable, StoreUnavailable
+from index.policy import MatchPolicy, build_policy
+from index.settings import Settings
+from index.stages import Stage, build_stages, parse_stage_names
 
 if TYPE_CHECKING:
     from eval.sweep import SweepConfig, SweepReport
@@ -37,11 +42,18 @@ OptionalTrace = Annotated[Path | None, typer.Option(
 OptionalFile = Annotated[Path | None, typer.Option(
     exists=True, dir_okay=False, readable=True, help="Labelled pairs (JSONL, TSV or CSV) to sweep.")]
 StagesOption = Annotated[str | None, typer.Option(
-    "--stages", help="Verification stages: none, or a list like polarity,values. Default: the gateway's "
-    "(every rule stage available).")]
+    "--stages", help="Verification stages: none, or a list like polarity,values. Default: the gateway's, from "
+    "DEJA_GUARD_POLARITY, DEJA_GUARD_VALUES and DEJA_VERIFIER.")]
 EmbedderOption = Annotated[EmbedderName, typer.Option(
     help="minilm (what the gateway runs) or hash (bag-of-words baseline, no model).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the whole report as JSON.")]
+
+
+class ReplayDecision(StrEnum):
+    """How `eval replay` decides a semantic hit. `vcache` is an eval-only baseline; the gateway never runs it."""
+
+    THRESHOLD = "threshold"
+    VCACHE = "vcache"
 
 
 def _err() -> Console:
@@ -66,15 +78,24 @@ def _thresholds(spec: str) -> tuple[float, ...]:
         raise typer.BadParameter(str(exc), param_hint="--threshold") from None
 
 
-def _stages(spec: str | None) -> tuple[Stage, ...]:
+def _settings(**overrides: object) -> Settings:
+    """The gateway's settings (DEJA_* environment), so eval measures the policy the gateway runs."""
     try:
-        names = parse_stage_names(spec)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--stages") from None
-    if spec is None and not names:
-        _err().print("note: no verification stages available (index.guards missing); running none")
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        _fail(f"invalid DEJA_* setting: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}")
+
+
+def _policy(settings: Settings, spec: str | None) -> tuple[MatchPolicy, tuple[Stage, ...]]:
+    """The gateway's policy, with `--stages` in place of its stages when given, and those stages built."""
+    policy = build_policy(settings)
+    if spec is not None:
+        try:
+            policy = dataclasses.replace(policy, stages=parse_stage_names(spec))
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--stages") from None
     try:
-        return build_stages(names)
+        return policy, build_stages(policy)
     except StageUnavailable as exc:
         _fail(str(exc))
 
@@ -117,12 +138,11 @@ def sweep(
         None),
     embedder: EmbedderOption = EmbedderName.MINILM,
     database_url: Annotated[str | None, typer.Option(
-        envvar="DEJA_DATABASE_URL", show_envvar=True,
-        help="--traffic: the gateway's SQLAlchemy URL. Default: the SQLite file in --data-dir.")] = None,
-    data_dir: Annotated[Path, typer.Option(
-        envvar="DEJA_DATA_DIR", show_envvar=True, file_okay=False,
-        help="--traffic: the gateway's data folder, holding deja.db when no --database-url is given.")] = (
-        Path(".deja")),
+        help="--traffic: the gateway's SQLAlchemy URL. Default: DEJA_DATABASE_URL, else the SQLite file in "
+        "--data-dir.")] = None,
+    data_dir: Annotated[Path | None, typer.Option(
+        file_okay=False, help="--traffic: the gateway's data folder (default DEJA_DATA_DIR), holding its SQLite "
+        "file when no database URL is given.")] = None,
     namespace: Annotated[str | None, typer.Option(
         help="--traffic: only this namespace (as logged: the hash of an API key).")] = None,
     apply: Annotated[bool, typer.Option(
@@ -137,14 +157,15 @@ def sweep(
     _check_fraction(max_false_hit_rate, "--max-false-hit-rate")
     _check_fraction(confidence, "--confidence")
     _check_source(dataset, traffic, apply, namespace, max_false_hit_rate)
-    stage_sets = _stage_sets(_stages(stages), compare)
-    config = SweepConfig(thresholds, stage_sets, max_false_hit_rate, confidence)
+    overrides = {k: v for k, v in (("database_url", database_url), ("data_dir", data_dir)) if v is not None}
+    settings = _settings(**overrides)
+    policy, chosen = _policy(settings, stages)
+    config = SweepConfig(thresholds, _stage_sets(chosen, compare), max_false_hit_rate, confidence, policy)
     output = _Output(as_json, out)
     if dataset is not None:
         _sweep_dataset(dataset, fmt, embedder, config, output)
         return
-    url = database_url or f"sqlite:///{data_dir / 'deja.db'}"
-    _sweep_traffic(_TrafficSource(url, namespace, apply), config, output)
+    _sweep_traffic(_TrafficSource(settings.sql_url, namespace, apply), config, output)
 
 
 @dataclass(frozen=True)
@@ -187,7 +208,7 @@ def _sweep_dataset(
         _fail(str(exc))
     model = make_embedder(embedder)
     with _progress("embedding", len(texts_to_embed(pairs))) as advance:
-        scored = score_pairs(pairs, model, progress=advance)
+        scored = score_pairs(pairs, model, progress=advance, context_match=config.policy.context_match)
     report = build_report(dataset.name, model.model_id, scored, config)
     if output.out is not None:
         _write_files(report, output.out, config.max_false_hit_rate)
@@ -283,28 +304,69 @@ def replay(
         help="Replay only the requests of this split (dev or test) of a trace that has a `part` field.")] = None,
     threshold: Annotated[str, typer.Option(help="Min cosine similarity: 0.85, 0.70:0.95:0.05 or a,b,c")] = (
         "0.85"),
+    decision: Annotated[ReplayDecision, typer.Option(
+        help="threshold: the gateway's cosine + stages; vcache: the vCache baseline (per-entry learned "
+        "threshold, error bound delta = --budget).")] = ReplayDecision.THRESHOLD,
+    budget: Annotated[str, typer.Option(
+        help="--decision vcache: the error bounds delta to replay at, e.g. 0.02 or 0.01,0.02,0.05.")] = "0.02",
+    seed: Annotated[int, typer.Option(help="--decision vcache: seed of its random exploration.")] = 0,
     stages: StagesOption = None,
     as_json: JsonOption = False,
     embedder: EmbedderOption = EmbedderName.MINILM,
 ) -> None:
     """Replay a request trace through the real cache pipeline against a stub upstream answering per intent."""
-    from eval.embedding import unique_texts
+    from eval.embedding import MemoEmbedder, embed_unique, unique_texts
     from eval.replay import ReplayConfig, run_replay
     from eval.report import to_json
     from eval.tables import replay_summary, replay_table
 
-    thresholds = _thresholds(threshold)
-    chosen = _stages(stages)
     name, requests = _trace(stream, clusters, part)
+    if decision is ReplayDecision.VCACHE:
+        deltas = _budgets(budget)
+        model = make_embedder(embedder)
+        with _progress("embedding", len(unique_texts(r.prompt for r in requests))) as advance:
+            memo = MemoEmbedder(model, embed_unique(model, (r.prompt for r in requests), progress=advance))
+        _print_vcache(name, requests, memo, deltas, seed, as_json)
+        return
+    thresholds = _thresholds(threshold)
+    policy, chosen = _policy(_settings(), stages)
     model = make_embedder(embedder)
     with _progress("embedding", len(unique_texts(r.prompt for r in requests))) as advance:
-        report = run_replay(name, requests, model, ReplayConfig(thresholds, chosen), advance)
+        report = run_replay(name, requests, model, ReplayConfig(thresholds, chosen, policy=policy), advance)
     if as_json:
         typer.echo(to_json(report))
         return
     console = _out()
     console.print(replay_summary(report), markup=False)
     _print_table(console, replay_table(report))
+
+
+def _budgets(spec: str) -> tuple[float, ...]:
+    try:
+        values = tuple(sorted({float(part) for part in spec.split(",")}))
+    except ValueError:
+        raise typer.BadParameter(f"not a list of numbers: {spec!r}", param_hint="--budget") from None
+    for value in values:
+        _check_fraction(value, "--budget")
+    return values
+
+
+def _print_vcache(
+    name: str, requests: Sequence[StreamRequest], model: Embedder, deltas: Sequence[float], seed: int,
+    as_json: bool,
+) -> None:
+    from eval.report import to_json
+    from eval.tables import vcache_table
+    from eval.vcache import run_vcache
+
+    report = run_vcache(name, requests, model, deltas, seed)
+    if as_json:
+        typer.echo(to_json(report))
+        return
+    console = _out()
+    console.print(f"{name}: {report.requests} requests, {report.intents} intents · vCache baseline "
+                  f"(seed {seed}) · embedder {report.embedder}", markup=False)
+    _print_table(console, vcache_table(report.rows))
 
 
 def _trace(stream: Path | None, clusters: Path | None, part: str | None) -> tuple[str, tuple[StreamRequest, ...]]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from index.errors import DatasetError
+from index.errors import DejaError
 
 # Kinds whose two sides deserve the same answer; every other kind must never be served from the other.
 SAME_ANSWER_KINDS = frozenset({"paraphrase", "reworded_context", "irrelevant_turn", "small_talk"})
@@ -25,6 +25,16 @@ ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 A_FIELDS = ("a", "sentence1", "question1")
 B_FIELDS = ("b", "sentence2", "question2")
 LABEL_FIELDS = ("same_answer", "label", "is_duplicate")
+
+
+class DatasetError(DejaError):
+    """A dataset line is malformed: which file, which line (1-based), what is wrong with it."""
+
+    def __init__(self, path: str, line: int, problem: str) -> None:
+        super().__init__(f"{path}:{line}: {problem}")
+        self.path = path
+        self.line = line
+        self.problem = problem
 
 
 class DatasetFormat(StrEnum):

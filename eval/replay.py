@@ -17,11 +17,11 @@ from eval.datasets import StreamRequest
 from eval.embedding import MemoEmbedder, Progress, embed_unique
 from eval.metrics import rate
 from index.cache import Cache, CacheConfig
-from index.decision import BELOW_THRESHOLD, MatchPolicy
 from index.embedder import Embedder
 from index.exact import LruExactCache
 from index.hnsw import SemanticIndex
 from index.keys import build_key
+from index.policy import DEFAULT_POLICY, MatchPolicy
 from index.records import Lookup, Verdict
 from index.stages import Stage
 from index.store import EntryStore, make_engine
@@ -93,11 +93,13 @@ class ReplayReport:
 
 @dataclass(frozen=True)
 class ReplayConfig:
-    """Thresholds (min cosine similarity) to replay at, the verification stages and the upstream stub."""
+    """Thresholds (min cosine similarity) of `policy` to replay at, the verification stages (built from the
+    policy) and the upstream stub."""
 
     thresholds: tuple[float, ...]
     stages: tuple[Stage, ...] = ()
     upstream: Upstream = field(default=stub_upstream)
+    policy: MatchPolicy = DEFAULT_POLICY
 
 
 @dataclass
@@ -143,7 +145,7 @@ def replay_once(
             store = EntryStore(engine)
             store.create_schema()
             cache = Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder,
-                          CacheConfig(MatchPolicy(threshold)), config.stages)
+                          CacheConfig(config.policy.at(threshold)), config.stages)
             counts = _replay(cache, requests, config.upstream)
         finally:
             engine.dispose()
@@ -152,12 +154,13 @@ def replay_once(
 
 def _replay(cache: Cache, requests: Sequence[StreamRequest], upstream: Upstream) -> _Counts:
     counts = _Counts()
+    policy = cache.config.policy
     seen_intents: set[str] = set()
     for request in requests:
         counts.oracle += request.intent in seen_intents
         seen_intents.add(request.intent)
         body = {"model": MODEL, "messages": [{"role": "user", "content": request.prompt}]}
-        key = build_key(namespace=NAMESPACE, body=body)
+        key = build_key(NAMESPACE, body, policy.context_match)
         lookup = cache.lookup(key)
         expected = answer_text(upstream(request))
         if lookup.response is not None:
@@ -181,7 +184,7 @@ def _count_hit(counts: _Counts, verdict: Verdict, served: str, expected: str) ->
 
 def _count_veto(counts: _Counts, lookup: Lookup, expected: str) -> None:
     stage = lookup.decision.vetoed_by if lookup.decision is not None else None
-    if stage is None or stage == BELOW_THRESHOLD:
+    if stage is None:  # served, or not a veto (below a threshold)
         return
     counts.vetoed[stage] += 1
     # The veto was right when serving the candidate would have given another answer than the upstream's.

@@ -10,11 +10,14 @@ import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eval.replay import ReplayReport
 from eval.sweep import Sweep, SweepReport
 from eval.tables import TableData, choice_line, stage_label, summary_line, sweep_tables
+
+if TYPE_CHECKING:
+    from eval.vcache import VCacheReport
 
 # Tableau colours without red, which marks the overall false-hit rate.
 KIND_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
@@ -24,7 +27,7 @@ CSV_FIELDS = (
 )
 
 
-def to_json(report: SweepReport | ReplayReport) -> str:
+def to_json(report: SweepReport | ReplayReport | VCacheReport) -> str:
     """The whole report as indented JSON (tuples become lists, missing rates become null)."""
     return json.dumps(dataclasses.asdict(report), indent=2, ensure_ascii=False)
 

@@ -17,12 +17,12 @@ import numpy as np
 from eval.datasets import Conversation, LabeledPair
 from eval.embedding import Progress, embed_unique, unique_texts
 from eval.metrics import f1, pr_auc, rate, roc_auc, wilson_upper
-from eval.stages import MemoStage
 from index.conversation import context_stages
-from index.decision import BELOW_THRESHOLD, Candidate, MatchPolicy, decide
 from index.embedder import Embedder, Vector
 from index.keys import CacheKey, ContextMatch, LookupMode, build_key
-from index.stages import Stage
+from index.policy import DEFAULT_POLICY, MatchPolicy
+from index.rule import Candidate, decide
+from index.stages import MemoStage, Stage
 
 KIND_ORDER = (
     "paraphrase", "reworded_context", "irrelevant_turn", "small_talk",
@@ -204,12 +204,14 @@ def run_sweep(
     thresholds: Sequence[float],
     stages: Sequence[Stage],
     confidence: float = 0.95,
+    policy: MatchPolicy = DEFAULT_POLICY,
 ) -> Sweep:
-    """Score every threshold (ascending) through `decide`; each stage runs at most once per pair."""
+    """Score every threshold (ascending) through `decide` with `policy` at that threshold; each stage runs at
+    most once per pair."""
     memo = tuple(MemoStage(stage) for stage in stages)
     memo_context = tuple(MemoStage(stage) for stage in context_stages(stages))
     same = sum(1 for item in scored if item.pair.same_answer)
-    points = tuple(_point(t, scored, memo, memo_context, confidence) for t in sorted(set(thresholds)))
+    points = tuple(_point(policy.at(t), scored, memo, memo_context, confidence) for t in sorted(set(thresholds)))
     return Sweep(
         stages=tuple(stage.name for stage in stages),
         same_pairs=same,
@@ -220,10 +222,9 @@ def run_sweep(
 
 
 def _point(
-    threshold: float, scored: Sequence[ScoredPair], stages: Sequence[Stage], context_checks: Sequence[Stage],
+    policy: MatchPolicy, scored: Sequence[ScoredPair], stages: Sequence[Stage], context_checks: Sequence[Stage],
     confidence: float,
 ) -> SweepPoint:
-    policy = MatchPolicy(threshold)
     tally = _Tally(Counter(), Counter(), Counter())
     for index, item in enumerate(scored):
         pair = item.pair
@@ -234,9 +235,9 @@ def _point(
         decision = decide(pair.b.prompt, candidate, policy, stages, item.context_b, context_checks)
         if decision.hit:
             tally.served[pair.kind, pair.same_answer] += 1
-        elif decision.vetoed_by not in (None, BELOW_THRESHOLD):
-            tally.vetoed[decision.reason, pair.kind, pair.same_answer] += 1
-    return _summarize(threshold, tally, [stage.name for stage in stages], confidence)
+        elif decision.vetoed_by is not None:  # a veto (not a threshold)
+            tally.vetoed[decision.vetoed_by, pair.kind, pair.same_answer] += 1
+    return _summarize(policy.min_similarity, tally, [stage.name for stage in stages], confidence)
 
 
 @dataclass(frozen=True)
@@ -310,19 +311,21 @@ def choose_threshold(sweep: Sweep, target: float, confidence: float = 0.95) -> T
 
 @dataclass(frozen=True)
 class SweepConfig:
-    """What to sweep: thresholds (min cosine similarity), one stage set per sweep, optional target."""
+    """What to sweep: thresholds (min cosine similarity) of `policy`, one stage set per sweep, optional target."""
 
     thresholds: tuple[float, ...]
     stage_sets: tuple[tuple[Stage, ...], ...]
     max_false_hit_rate: float | None = None
     confidence: float = 0.95
+    policy: MatchPolicy = DEFAULT_POLICY
 
 
 def build_report(
     dataset: str, embedder_id: str, scored: Sequence[ScoredPair], config: SweepConfig
 ) -> SweepReport:
     """Run one sweep per stage set over the same similarities and pick thresholds if a target is set."""
-    sweeps = tuple(run_sweep(scored, config.thresholds, s, config.confidence) for s in config.stage_sets)
+    sweeps = tuple(run_sweep(scored, config.thresholds, s, config.confidence, config.policy)
+                   for s in config.stage_sets)
     target = config.max_false_hit_rate
     choices = () if target is None else tuple(choose_threshold(s, target, config.confidence) for s in sweeps)
     labels = [item.pair.same_answer for item in scored]

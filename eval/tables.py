@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from eval.metrics import trials_needed
+from eval.metrics import rate, trials_needed
 from eval.replay import ReplayReport, ReplayRow
 from eval.sweep import StageVetoes, Sweep, SweepPoint, SweepReport, ThresholdChoice
+
+if TYPE_CHECKING:
+    from eval.vcache import VCacheRow
 
 
 @dataclass(frozen=True)
@@ -142,6 +146,14 @@ def _replay_row(row: ReplayRow) -> tuple[str, ...]:
              pct(row.exact_rate), pct(row.semantic_rate), pct(row.oracle_rate)]
     cells += [f"{veto.vetoed} ({veto.rightly} right)" for veto in row.vetoes]
     return tuple(cells)
+
+
+def vcache_table(rows: Sequence[VCacheRow]) -> TableData:
+    headers = ("delta", "served", "correct", "wrong\n÷ served", "exact", "semantic", "explored", "oracle")
+    cells = tuple((num(row.delta), pct(row.served_rate), pct(row.correct_rate), pct(row.wrong_per_served),
+                   pct(rate(row.exact_hits, row.requests)), pct(rate(row.semantic_hits, row.requests)),
+                   pct(row.explored_rate), pct(row.oracle_rate)) for row in rows)
+    return TableData("vCache replay (rates are % of all requests, except wrong ÷ served)", headers, cells)
 
 
 def sweep_tables(report: SweepReport) -> tuple[TableData, ...]:

@@ -18,11 +18,11 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from eval.datasets import Conversation, LabeledPair
-from eval.stages import KNOWN_STAGES
 from eval.sweep import ScoredPair, SweepConfig, SweepReport, ThresholdChoice, build_report
-from index.decision import BELOW_THRESHOLD
-from index.decisions import DecisionLog, LabeledDecision, LabelSource
+from index.decision_log import DecisionLog, LabeledDecision, LabelSource
 from index.errors import StoreUnavailable
+from index.rule import Reason
+from index.stages import STAGE_ORDER
 from index.store import make_engine
 
 # The namespace the gateway reads as the deployment-wide default; here also "every namespace together".
@@ -133,11 +133,14 @@ def _pair(item: LabeledDecision, candidate: str) -> LabeledPair:
 
 
 def _fixed_veto(item: LabeledDecision) -> str | None:
-    """A logged veto the sweep cannot re-run (not the threshold, not a prompt stage it knows): kept as is."""
-    vetoed_by = item.decision.vetoed_by
-    if vetoed_by is None or vetoed_by == BELOW_THRESHOLD or vetoed_by in KNOWN_STAGES:
+    """A logged refusal the sweep cannot re-run (the context threshold, a context check): kept as is. The
+    similarity threshold and the prompt stages are re-run by the sweep."""
+    record = item.decision
+    if record.reason is Reason.CONTEXT_BELOW_THRESHOLD:
+        return record.reason.value
+    if record.vetoed_by is None or record.vetoed_by in STAGE_ORDER:
         return None
-    return vetoed_by
+    return record.vetoed_by
 
 
 def traffic_report(

@@ -13,13 +13,14 @@ from typing import Any
 import numpy as np
 
 from index.conversation import context_stages
-from index.decision import Candidate, Decision, MatchPolicy, decide
 from index.embedder import Embedder
 from index.errors import StoreUnavailable
 from index.exact import ExactCache
 from index.hnsw import SemanticIndex
 from index.keys import CacheKey, LookupMode
+from index.policy import MatchPolicy
 from index.records import CachedResponse, CacheEntry, Lookup, QueryVectors, StoredEntry, Verdict
+from index.rule import Candidate, Decision, decide
 from index.stages import Stage
 from index.store import EntryStore, IndexedVector
 

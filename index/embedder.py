@@ -58,12 +58,13 @@ class MiniLMEmbedder:
 
 
 class HashEmbedder:
-    """Deterministic fake for unit tests of index logic: bag of hashed words, normalised.
+    """Lexical baseline (`--embedder hash`): a normalised bag of hashed words, no model, deterministic.
 
-    Texts sharing most words get high similarity; it knows nothing of meaning.
+    Texts sharing most words get high similarity; it knows nothing of meaning. `eval` offers it to show what
+    meaning adds over word overlap; tests use it because it is instant and needs no model files.
     """
 
-    model_id = "fake/hash-bag-of-words"
+    model_id = "lexical/hash-bag-of-words"
 
     def __init__(self, dim: int = 64) -> None:
         self.dim = dim

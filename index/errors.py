@@ -1,46 +1,33 @@
-"""The one error tree of Deja; `service.errors` maps it to OpenAI-shaped HTTP errors in one place.
+"""The one error tree of Deja. Each layer declares the errors it raises; `service.errors` maps the tree to
+OpenAI-shaped HTTP errors in one place.
 
-    DejaError
-    ├── BadRequest            the caller sent something we cannot parse or validate (400)
-    ├── NotFound              an id the caller named does not exist (404)
-    ├── Unauthorized          missing or wrong admin token (401)
-    ├── StoreUnavailable      SQL or Redis failed; callers degrade to a counted miss
-    ├── UpstreamError         the upstream could not be reached (502)
-    │   └── UpstreamTimeout   the upstream did not answer in time (504)
-    ├── SchemaMismatch        the SQL schema is not the one this build knows
-    └── DatasetError          a dataset line is malformed (file, line, problem)
+    DejaError                      (here)
+    ├── StoreUnavailable           SQL or Redis failed; callers degrade to a counted miss
+    ├── SchemaMismatch             the SQL schema is not the one this build knows
+    ├── StageUnavailable           a verification stage could not be loaded
+    │   └── VerifierModelError     the shipped verifier files are missing or do not fit the base model
+    ├── HttpError                  (service.errors) the HTTP layer's errors, each with its status
+    │   ├── BadRequest             the caller sent something we cannot parse or validate (400)
+    │   │   └── PayloadTooLarge    the body is over the limit (413)
+    │   ├── Unauthorized           missing or wrong admin token (401)
+    │   ├── NotFound               an id the caller named does not exist (404)
+    │   └── UpstreamError          the upstream could not be reached or broke off (502)
+    │       └── UpstreamTimeout    the upstream did not answer in time (504)
+    └── DatasetError               (eval.datasets) a dataset line is malformed (file, line, problem)
 """
 
 from __future__ import annotations
+
+from types import TracebackType
+
+from sqlalchemy.exc import SQLAlchemyError
 
 
 class DejaError(Exception):
     """Base of every error Deja raises on purpose."""
 
 
-class BadRequest(DejaError):
-    def __init__(self, message: str, param: str | None = None) -> None:
-        super().__init__(message)
-        self.param = param
-
-
-class NotFound(DejaError):
-    pass
-
-
-class Unauthorized(DejaError):
-    pass
-
-
 class StoreUnavailable(DejaError):
-    pass
-
-
-class UpstreamError(DejaError):
-    pass
-
-
-class UpstreamTimeout(UpstreamError):
     pass
 
 
@@ -48,9 +35,26 @@ class SchemaMismatch(DejaError):
     pass
 
 
-class DatasetError(DejaError):
-    def __init__(self, path: str, line: int, problem: str) -> None:
-        super().__init__(f"{path}:{line}: {problem}")
-        self.path = path
-        self.line = line
-        self.problem = problem
+class StageUnavailable(DejaError):
+    """A known stage whose implementation could not be loaded (e.g. the verifier model is missing)."""
+
+
+class VerifierModelError(StageUnavailable):
+    """The shipped verifier files are missing, of another kind, or do not match the bundled base model."""
+
+
+class store_errors:
+    """Turn a database failure inside the block into `StoreUnavailable("cannot <action>: ...")`.
+
+    A class rather than `@contextmanager` so type checkers know it never swallows an exception.
+    """
+
+    def __init__(self, action: str) -> None:
+        self.action = action
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if isinstance(exc, SQLAlchemyError):
+            raise StoreUnavailable(f"cannot {self.action}: {exc}") from exc

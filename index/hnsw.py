@@ -1,4 +1,5 @@
-"""HNSW nearest-neighbour index over entry vectors, searched only within one context key.
+"""HNSW nearest-neighbour index over entry vectors, searched only within one scope (a `CacheKey.scope`:
+namespace, model, parameters and, for conversations, the earlier turns).
 
 Only this module knows that hnswlib speaks distances; everything it returns is cosine similarity.
 """
@@ -19,7 +20,7 @@ from index.records import Neighbor
 
 @dataclass(frozen=True)
 class HnswParams:
-    """Graph parameters. Small contexts are scanned exactly; HNSW takes over above `exact_scan_below`."""
+    """Graph parameters. Small scopes are scanned exactly; HNSW takes over above `exact_scan_below`."""
 
     m: int = 16
     ef_construction: int = 200
@@ -42,59 +43,59 @@ class SemanticIndex:
             allow_replace_deleted=True,  # evicted entries' slots are reused, so churn does not grow memory
         )
         self._index.set_ef(self.params.ef_search)
-        self._context_of: dict[int, str] = {}
+        self._scope_of: dict[int, str] = {}
         self._members: dict[str, set[int]] = defaultdict(set)
         self._max_id = 0
         self._lock = threading.RLock()
 
     def __len__(self) -> int:
-        return len(self._context_of)
+        return len(self._scope_of)
 
     def __contains__(self, entry_id: int) -> bool:
-        return entry_id in self._context_of
+        return entry_id in self._scope_of
 
-    def count(self, context: str) -> int:
-        return len(self._members.get(context, ()))
+    def count(self, scope: str) -> int:
+        return len(self._members.get(scope, ()))
 
     def max_id(self) -> int:
         """Highest id ever added (monotonic: removals do not lower it)."""
         return self._max_id
 
-    def add(self, entry_id: int, context: str, vector: Vector) -> None:
-        self.add_many([entry_id], [context], np.asarray(vector, np.float32).reshape(1, -1))
+    def add(self, entry_id: int, scope: str, vector: Vector) -> None:
+        self.add_many([entry_id], [scope], np.asarray(vector, np.float32).reshape(1, -1))
 
-    def add_many(self, entry_ids: Sequence[int], contexts: Sequence[str], vectors: Vector) -> None:
+    def add_many(self, entry_ids: Sequence[int], scopes: Sequence[str], vectors: Vector) -> None:
         """Bulk insert (hnswlib builds with all cores): what start-up rebuilds and catch-up use."""
         if not entry_ids:
             return
         with self._lock:
             for entry_id in entry_ids:
-                if entry_id in self._context_of:
+                if entry_id in self._scope_of:
                     self.remove(entry_id)
-            needed = len(self._context_of) + len(entry_ids)
+            needed = len(self._scope_of) + len(entry_ids)
             if needed > self._index.get_max_elements():
                 self._index.resize_index(max(2 * self._index.get_max_elements(), needed, 1024))
             self._index.add_items(np.asarray(vectors, np.float32), list(entry_ids), replace_deleted=True)
-            for entry_id, context in zip(entry_ids, contexts, strict=True):
-                self._context_of[entry_id] = context
-                self._members[context].add(entry_id)
+            for entry_id, scope in zip(entry_ids, scopes, strict=True):
+                self._scope_of[entry_id] = scope
+                self._members[scope].add(entry_id)
             self._max_id = max(self._max_id, *entry_ids)
 
     def remove(self, entry_id: int) -> None:
         with self._lock:
-            context = self._context_of.pop(entry_id, None)
-            if context is None:
+            scope = self._scope_of.pop(entry_id, None)
+            if scope is None:
                 return
             self._index.mark_deleted(entry_id)
-            members = self._members[context]
+            members = self._members[scope]
             members.discard(entry_id)
             if not members:
-                del self._members[context]
+                del self._members[scope]
 
-    def search(self, vector: Vector, context: str, k: int = 1) -> list[Neighbor]:
-        """Up to `k` nearest entries of `context`, most similar first."""
+    def search(self, vector: Vector, scope: str, k: int = 1) -> list[Neighbor]:
+        """Up to `k` nearest entries of `scope`, most similar first."""
         with self._lock:
-            members = self._members.get(context)
+            members = self._members.get(scope)
             if not members:
                 return []
             k = min(k, len(members))
@@ -103,7 +104,7 @@ class SemanticIndex:
                 self._index.set_ef(max(self.params.ef_search, k))
                 try:
                     labels, distances = self._index.knn_query(
-                        query, k=k, filter=lambda label: self._context_of.get(label) == context
+                        query, k=k, filter=lambda label: self._scope_of.get(label) == scope
                     )
                     return [
                         Neighbor(int(lbl), float(1.0 - d)) for lbl, d in zip(labels[0], distances[0], strict=True)

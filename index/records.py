@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from index.decision import Decision
 from index.embedder import Vector
+from index.rule import Decision
 
 
 class Verdict(StrEnum):

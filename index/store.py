@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import ColumnElement, Engine, and_, create_engine, delete, event, func, insert, select, true, update
 from sqlalchemy.engine import Row
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError
 
 from index.embedder import Vector
-from index.errors import StoreUnavailable
+from index.errors import store_errors
 from index.records import CacheEntry, StoredEntry
 from index.schema import entries, tombstones
 
@@ -95,10 +95,8 @@ class EntryStore:
         """Bring an empty database to this build's schema (refuses an unknown one)."""
         from index.migrate import ensure_schema
 
-        try:
+        with store_errors("create schema"):
             ensure_schema(self.engine)
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"cannot create schema: {exc}") from exc
 
     def add(self, entry: CacheEntry) -> int:
         """Insert `entry`; when its exact key exists already, replace it in place and keep its id."""
@@ -118,18 +116,15 @@ class EntryStore:
             "expires_at": entry.expires_at,
             "hits": 0,
         }
-        try:
-            with self.engine.begin() as conn:
-                try:
-                    with conn.begin_nested():
-                        result = conn.execute(insert(entries).values(**values))
-                    return int(result.inserted_primary_key[0])  # type: ignore[index]
-                except IntegrityError:
-                    conn.execute(update(entries).where(entries.c.exact_key == entry.exact_key).values(**values))
-                    found = conn.execute(select(entries.c.id).where(entries.c.exact_key == entry.exact_key))
-                    return int(found.scalar_one())
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"cannot store entry: {exc}") from exc
+        with store_errors("store entry"), self.engine.begin() as conn:
+            try:
+                with conn.begin_nested():
+                    result = conn.execute(insert(entries).values(**values))
+                return int(result.inserted_primary_key[0])  # type: ignore[index]
+            except IntegrityError:
+                conn.execute(update(entries).where(entries.c.exact_key == entry.exact_key).values(**values))
+                found = conn.execute(select(entries.c.id).where(entries.c.exact_key == entry.exact_key))
+                return int(found.scalar_one())
 
     def get(self, entry_id: int) -> StoredEntry | None:
         return self._one(select(entries).where(entries.c.id == entry_id))
@@ -138,11 +133,8 @@ class EntryStore:
         return self._one(select(entries).where(entries.c.exact_key == exact_key))
 
     def _one(self, query: object) -> StoredEntry | None:
-        try:
-            with self.engine.connect() as conn:
-                row = conn.execute(query).first()  # type: ignore[call-overload]
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"cannot read entry: {exc}") from exc
+        with store_errors("read entry"), self.engine.connect() as conn:
+            row = conn.execute(query).first()  # type: ignore[call-overload]
         return None if row is None else _row_to_entry(row)
 
     def vectors(self, after_id: int = 0, batch: int = 5000) -> Iterator[IndexedVector]:
@@ -155,11 +147,8 @@ class EntryStore:
                 .order_by(entries.c.id)
                 .limit(batch)
             )
-            try:
-                with self.engine.connect() as conn:
-                    rows = conn.execute(query).all()
-            except SQLAlchemyError as exc:
-                raise StoreUnavailable(f"cannot read vectors: {exc}") from exc
+            with store_errors("read vectors"), self.engine.connect() as conn:
+                rows = conn.execute(query).all()
             for row in rows:
                 yield IndexedVector(
                     int(row.id), str(row.scope), np.frombuffer(row.vector, dtype=np.float32), row.expires_at
@@ -171,16 +160,13 @@ class EntryStore:
     def record_hits(self, entry_ids: Sequence[int], at: float) -> None:
         if not entry_ids:
             return
-        try:
-            with self.engine.begin() as conn:
-                for entry_id in entry_ids:
-                    conn.execute(
-                        update(entries)
-                        .where(entries.c.id == entry_id)
-                        .values(hits=entries.c.hits + 1, last_hit_at=at)
-                    )
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"cannot record hits: {exc}") from exc
+        with store_errors("record hits"), self.engine.begin() as conn:
+            for entry_id in entry_ids:
+                conn.execute(
+                    update(entries)
+                    .where(entries.c.id == entry_id)
+                    .values(hits=entries.c.hits + 1, last_hit_at=at)
+                )
 
     def delete(self, entry_ids: Sequence[int], at: float) -> list[Tombstone]:
         """Delete entries and leave tombstones, so every replica drops them from its index and exact tier."""
@@ -196,76 +182,55 @@ class EntryStore:
         return self._delete(condition, at)
 
     def _delete(self, condition: ColumnElement[bool], at: float) -> list[Tombstone]:
-        try:
-            with self.engine.begin() as conn:
-                rows = conn.execute(select(entries.c.id, entries.c.exact_key).where(condition)).all()
-                if not rows:
-                    return []
-                ids = [int(r.id) for r in rows]
-                for start in range(0, len(ids), 500):
-                    conn.execute(delete(entries).where(entries.c.id.in_(ids[start:start + 500])))
-                conn.execute(insert(tombstones), [
-                    {"entry_id": int(r.id), "exact_key": str(r.exact_key), "deleted_at": at} for r in rows])
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"cannot delete entries: {exc}") from exc
+        with store_errors("delete entries"), self.engine.begin() as conn:
+            rows = conn.execute(select(entries.c.id, entries.c.exact_key).where(condition)).all()
+            if not rows:
+                return []
+            ids = [int(r.id) for r in rows]
+            for start in range(0, len(ids), 500):
+                conn.execute(delete(entries).where(entries.c.id.in_(ids[start:start + 500])))
+            conn.execute(insert(tombstones), [
+                {"entry_id": int(r.id), "exact_key": str(r.exact_key), "deleted_at": at} for r in rows])
         return [Tombstone(0, int(r.id), str(r.exact_key)) for r in rows]
 
     def tombstones_after(self, seq: int) -> list[Tombstone]:
         query = select(tombstones).where(tombstones.c.seq > seq).order_by(tombstones.c.seq).limit(10_000)
-        try:
-            with self.engine.connect() as conn:
-                return [Tombstone(int(r.seq), int(r.entry_id), str(r.exact_key)) for r in conn.execute(query)]
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"cannot read tombstones: {exc}") from exc
+        with store_errors("read tombstones"), self.engine.connect() as conn:
+            return [Tombstone(int(r.seq), int(r.entry_id), str(r.exact_key)) for r in conn.execute(query)]
 
     def last_tombstone(self) -> int:
-        try:
-            with self.engine.connect() as conn:
-                return int(conn.execute(select(func.coalesce(func.max(tombstones.c.seq), 0))).scalar_one())
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"cannot read tombstones: {exc}") from exc
+        with store_errors("read tombstones"), self.engine.connect() as conn:
+            return int(conn.execute(select(func.coalesce(func.max(tombstones.c.seq), 0))).scalar_one())
 
     def recent_ids(self, since: float) -> list[int]:
         """Ids created since `since`: ids commit out of order across replicas, so catch-up re-checks a window."""
         query = select(entries.c.id).where(entries.c.created_at >= since, entries.c.vector.is_not(None))
-        try:
-            with self.engine.connect() as conn:
-                return [int(i) for i in conn.execute(query).scalars()]
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"cannot read recent entries: {exc}") from exc
+        with store_errors("read recent entries"), self.engine.connect() as conn:
+            return [int(i) for i in conn.execute(query).scalars()]
 
     def vectors_for(self, entry_ids: Sequence[int]) -> list[IndexedVector]:
         query = select(entries.c.id, _SCOPE, entries.c.vector, entries.c.expires_at).where(
             entries.c.id.in_(list(entry_ids)), entries.c.vector.is_not(None))
-        try:
-            with self.engine.connect() as conn:
-                rows = conn.execute(query).all()
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"cannot read vectors: {exc}") from exc
+        with store_errors("read vectors"), self.engine.connect() as conn:
+            rows = conn.execute(query).all()
         return [IndexedVector(int(r.id), str(r.scope), np.frombuffer(r.vector, dtype=np.float32),
                               r.expires_at) for r in rows]
 
     def eviction_candidates(self, now: float, max_entries: int | None) -> list[int]:
         """Expired entries, then the least recently used beyond `max_entries`."""
         last_used = func.coalesce(entries.c.last_hit_at, entries.c.created_at)
-        try:
-            with self.engine.connect() as conn:
-                expired = [int(i) for i in conn.execute(
-                    select(entries.c.id).where(entries.c.expires_at <= now).limit(10_000)).scalars()]
-                total = int(conn.execute(select(func.count()).select_from(entries)).scalar_one()) - len(expired)
-                overflow = total - max_entries if max_entries is not None else 0
-                lru: list[int] = []
-                if overflow > 0:
-                    query = (select(entries.c.id).where(entries.c.id.not_in(expired) if expired else true())
-                             .order_by(last_used, entries.c.id).limit(overflow))
-                    lru = [int(i) for i in conn.execute(query).scalars()]
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"cannot select entries to evict: {exc}") from exc
+        with store_errors("select entries to evict"), self.engine.connect() as conn:
+            expired = [int(i) for i in conn.execute(
+                select(entries.c.id).where(entries.c.expires_at <= now).limit(10_000)).scalars()]
+            total = int(conn.execute(select(func.count()).select_from(entries)).scalar_one()) - len(expired)
+            overflow = total - max_entries if max_entries is not None else 0
+            lru: list[int] = []
+            if overflow > 0:
+                query = (select(entries.c.id).where(entries.c.id.not_in(expired) if expired else true())
+                         .order_by(last_used, entries.c.id).limit(overflow))
+                lru = [int(i) for i in conn.execute(query).scalars()]
         return expired + lru
 
     def count(self) -> int:
-        try:
-            with self.engine.connect() as conn:
-                return int(conn.execute(select(func.count()).select_from(entries)).scalar_one())
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"cannot count entries: {exc}") from exc
+        with store_errors("count entries"), self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(entries)).scalar_one())

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from index.embedder import bundled_model_path
+from index.errors import VerifierModelError
 from index.stages import StageResult
 
 WEIGHTS_FILE = "model.safetensors"
@@ -28,10 +29,6 @@ CONFIG_FILE = "config.json"
 METADATA_FILE = "metadata.json"
 WORD_EMBEDDINGS = "embeddings.word_embeddings.weight"
 KIND = "cross_encoder"
-
-
-class VerifierModelError(Exception):
-    """The shipped verifier files are missing, of another kind, or do not match the bundled base model."""
 
 
 def shipped_model_dir() -> Path:

@@ -10,10 +10,11 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from index.decisions import Label, LabelSource
-from index.errors import NotFound, StoreUnavailable, Unauthorized
+from index.decision_log import Label, LabelSource
+from index.errors import StoreUnavailable
 from index.keys import namespace_for
 from service.credentials import namespace_of
+from service.errors import NotFound, Unauthorized
 from service.requests import bearer_token
 from service.runtime import Runtime
 
@@ -60,7 +61,7 @@ async def feedback(body: Feedback, request: Request, rt: RuntimeDep) -> dict[str
     """An application's verdict on a served answer; the same request twice keeps the latest."""
     await run_in_threadpool(rt.flush_decisions)
     decision = await run_in_threadpool(rt.decisions.get, body.request_id)
-    namespace = namespace_of(request.headers, rt.settings.credential_policy, rt.secret)
+    namespace = namespace_of(request.headers, rt.credentials, rt.secret)
     # Another tenant's id is as unknown as a bad one.
     if decision is None or namespace is None or decision.namespace != namespace:
         raise NotFound(f"No semantic decision with request_id {body.request_id!r}.")

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from index.keys import namespace_for
+from index.settings import Settings
 
 # Headers an upstream authenticates with: OpenAI (`Authorization: Bearer`, any other scheme too), Azure OpenAI
 # (`api-key`), Anthropic (`x-api-key`). Deployments add more with `DEJA_CREDENTIAL_HEADERS`.
@@ -33,6 +34,10 @@ class CredentialPolicy:
     def headers(self) -> tuple[str, ...]:
         extra = tuple(h.strip().lower() for h in self.extra_headers if h.strip())
         return CREDENTIAL_HEADERS + tuple(h for h in extra if h not in CREDENTIAL_HEADERS)
+
+
+def credential_policy(settings: Settings) -> CredentialPolicy:
+    return CredentialPolicy(settings.credential_headers, settings.shared_namespace)
 
 
 def _header_value(name: str, value: str) -> str | None:

@@ -1,5 +1,6 @@
-"""The one place where Deja's error tree becomes HTTP errors: status and kind here, the body in the shape of the
-API the route speaks (OpenAI's by default, Anthropic's on its routes; see `service.dialects`)."""
+"""The HTTP layer's errors, and the one place where Deja's error tree becomes HTTP errors: status and kind
+here, the body in the shape of the API the route speaks (OpenAI's by default, Anthropic's on its routes; see
+`service.dialects`)."""
 
 from __future__ import annotations
 
@@ -8,30 +9,47 @@ from collections.abc import Callable
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from index.errors import (
-    BadRequest,
-    DejaError,
-    NotFound,
-    StoreUnavailable,
-    Unauthorized,
-    UpstreamError,
-    UpstreamTimeout,
-)
+from index.errors import DejaError, StoreUnavailable
+
+
+class HttpError(DejaError):
+    """An error of the HTTP layer; `status` and `kind` say how it is answered."""
+
+    status = 500
+    kind = "server_error"
+
+
+class BadRequest(HttpError):
+    status = 400
+    kind = "invalid_request_error"
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 class PayloadTooLarge(BadRequest):
-    pass
+    status = 413
 
 
-_STATUS: list[tuple[type[DejaError], int, str]] = [
-    (PayloadTooLarge, 413, "invalid_request_error"),
-    (BadRequest, 400, "invalid_request_error"),
-    (Unauthorized, 401, "authentication_error"),
-    (NotFound, 404, "not_found_error"),
-    (UpstreamTimeout, 504, "upstream_timeout"),
-    (UpstreamError, 502, "upstream_error"),
-    (StoreUnavailable, 503, "service_unavailable"),
-]
+class Unauthorized(HttpError):
+    status = 401
+    kind = "authentication_error"
+
+
+class NotFound(HttpError):
+    status = 404
+    kind = "not_found_error"
+
+
+class UpstreamError(HttpError):
+    status = 502
+    kind = "upstream_error"
+
+
+class UpstreamTimeout(UpstreamError):
+    status = 504
+    kind = "upstream_timeout"
 
 
 def error_body(message: str, kind: str, param: str | None = None, code: str | None = None) -> dict[str, object]:
@@ -47,10 +65,11 @@ def openai_shape(status: int, kind: str, message: str, param: str | None = None)
 
 
 def to_response(exc: DejaError, shape: ErrorShape = openai_shape) -> JSONResponse:
-    for cls, status, kind in _STATUS:
-        if isinstance(exc, cls):
-            param = exc.param if isinstance(exc, BadRequest) else None
-            return JSONResponse(shape(status, kind, str(exc), param), status_code=status)
+    if isinstance(exc, HttpError):
+        param = exc.param if isinstance(exc, BadRequest) else None
+        return JSONResponse(shape(exc.status, exc.kind, str(exc), param), status_code=exc.status)
+    if isinstance(exc, StoreUnavailable):
+        return JSONResponse(shape(503, "service_unavailable", str(exc), None), status_code=503)
     return JSONResponse(shape(500, "server_error", str(exc), None), status_code=500)
 
 

@@ -13,6 +13,7 @@ import random
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,16 +22,16 @@ from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from index.decisions import DecisionRecord
+from index.decision_log import DecisionRecord
 from index.keys import CacheKey, LookupMode, key_for
 from index.records import CachedResponse, Lookup, QueryVectors, Verdict
 from service.credentials import NO_CREDENTIAL, namespace_of
 from service.dialects import Dialect, speaks_anthropic
 from service.dialects.base import UpstreamName
-from service.errors import PayloadTooLarge
+from service.errors import PayloadTooLarge, UpstreamError
+from service.labeler import Labeler
 from service.requests import CacheDirectives, parse_cache_control
 from service.runtime import Runtime
-from service.shadow import Labeler
 from service.upstream import response_headers
 
 log = logging.getLogger("deja.gateway")
@@ -104,8 +105,8 @@ class Gateway:
         raw = await read_body(request, self.rt.settings.max_body_bytes)
         body = dialect.parse(raw)
         directives = parse_cache_control(request.headers.get("cache-control"))
-        namespace = namespace_of(request.headers, self.rt.settings.credential_policy, self.rt.secret)
-        key = key_for(namespace or "", dialect.canonical(body, request.headers), self.rt.settings.context_match)
+        namespace = namespace_of(request.headers, self.rt.credentials, self.rt.secret)
+        key = key_for(namespace or "", dialect.canonical(body, request.headers), self.rt.policy.context_match)
         if namespace is None:  # never file an answer under "nobody": every such caller would share it
             key = dataclasses.replace(key, mode=LookupMode.BYPASS, mode_reason=NO_CREDENTIAL)
         return Exchange(uuid.uuid4().hex, dialect, raw, body, key, directives, dict(request.headers), started)
@@ -125,20 +126,22 @@ class Gateway:
         decision = lookup.decision
         if decision is None or lookup.candidate_prompt is None:
             return
-        if decision.vetoed_by:
+        if decision.vetoed_by is not None:
             metrics.vetoes.labels(decision.vetoed_by).inc()
+        if not decision.hit:
+            metrics.misses.labels(decision.reason.value).inc()
         self.rt.log_decision(DecisionRecord(
             exchange.request_id, exchange.key.namespace, exchange.key.model, exchange.key.prompt,
             lookup.candidate_id, lookup.candidate_prompt, decision.similarity, min_similarity, decision.stages,
-            lookup.verdict.value, decision.vetoed_by, time.time(), exchange.dialect.name))
+            lookup.verdict.value, decision.reason, decision.vetoed_by, time.time(), exchange.dialect.name))
 
     @staticmethod
     def _headers(exchange: Exchange, lookup: Lookup, verdict: Verdict) -> dict[str, str]:
         headers = {"X-Deja-Cache": verdict.value, "X-Deja-Request-Id": exchange.request_id}
         if lookup.similarity is not None:
             headers["X-Deja-Similarity"] = f"{lookup.similarity:.4f}"
-        if lookup.decision is not None and lookup.decision.vetoed_by:
-            headers["X-Deja-Veto"] = lookup.decision.vetoed_by
+        if lookup.decision is not None and not lookup.decision.hit:  # the vetoing stage, or why not served
+            headers["X-Deja-Veto"] = lookup.decision.vetoed_by or lookup.decision.reason.value
         if lookup.response is not None:
             headers["X-Deja-Entry"] = str(lookup.response.entry_id)
         if exchange.key.mode_reason:
@@ -212,18 +215,19 @@ class Gateway:
         client gets the last bytes, so a request sent right after the stream ends already finds the entry)."""
         accumulator = exchange.dialect.accumulator()
         stored = False
+        upstream = self.rt.upstream_for(exchange.dialect.upstream)
         try:
-            async for chunk in response.aiter_bytes():
-                accumulator.feed(chunk)
-                if not stored and accumulator.complete and exchange.storable:
-                    stored = True
-                    await self._store(exchange, accumulator.answer(), lookup)
-                yield chunk
-        except httpx.HTTPError as exc:
-            log.warning("upstream stream cut (request %s): %s", exchange.request_id, type(exc).__name__)
-            yield exchange.dialect.stream_error(f"The upstream stream was interrupted: {type(exc).__name__}")
+            async with aclosing(upstream.stream(response)) as chunks:
+                async for chunk in chunks:
+                    accumulator.feed(chunk)
+                    if not stored and accumulator.complete and exchange.storable:
+                        stored = True
+                        await self._store(exchange, accumulator.answer(), lookup)
+                    yield chunk
+        except UpstreamError as exc:
+            log.warning("upstream stream cut (request %s): %s", exchange.request_id, exc)
+            yield exchange.dialect.stream_error(f"The upstream stream was interrupted: {exc}")
         finally:
-            await response.aclose()
             self._observe_miss(exchange, headers)
 
     async def _store(self, exchange: Exchange, answer: dict[str, Any], lookup: Lookup) -> int | None:
@@ -246,12 +250,11 @@ class Gateway:
 
         async def body() -> AsyncIterator[bytes]:
             try:
-                async for chunk in response.aiter_bytes():
-                    yield chunk
-            except httpx.HTTPError as exc:
-                log.warning("pass-through stream cut: %s", type(exc).__name__)
-            finally:
-                await response.aclose()
+                async with aclosing(upstream.stream(response)) as chunks:
+                    async for chunk in chunks:
+                        yield chunk
+            except UpstreamError as exc:
+                log.warning("pass-through stream cut: %s", exc)
 
         return StreamingResponse(body(), status_code=response.status_code,
                                  headers={**response_headers(response.headers), "X-Deja-Cache": "bypass"})

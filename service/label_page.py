@@ -16,10 +16,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from index.decisions import DecisionRecord, Label, LabelSource
-from index.errors import NotFound, Unauthorized
+from index.decision_log import DecisionRecord, Label, LabelSource
 from index.records import StoredEntry
 from service.admin import RuntimeDep, require_admin
+from service.errors import NotFound, Unauthorized
 from service.labels import answer_text
 from service.runtime import Runtime
 

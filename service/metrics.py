@@ -17,7 +17,9 @@ class Metrics:
                                        ["stage"], buckets=_STAGE_BUCKETS, registry=r)
         self.request_seconds = Histogram("deja_request_seconds", "Gateway time per request by API and verdict",
                                          ["api", "verdict"], buckets=_STAGE_BUCKETS, registry=r)
-        self.vetoes = Counter("deja_vetoes", "Semantic candidates refused, by stage", ["stage"], registry=r)
+        self.vetoes = Counter("deja_vetoes", "Semantic candidates vetoed, by the vetoing stage", ["stage"], registry=r)
+        self.misses = Counter("deja_semantic_misses", "Semantic candidates not served, by reason", ["reason"],
+                              registry=r)
         self.entries = Gauge("deja_entries", "Entries in the SQL store", registry=r)
         self.indexed = Gauge("deja_indexed_entries", "Entries in this replica's HNSW index", registry=r)
         self.evictions = Counter("deja_evictions", "Entries evicted (TTL or LRU)", registry=r)

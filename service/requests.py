@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from index.errors import BadRequest
+from service.errors import BadRequest
 
 
 class ChatMessage(BaseModel):

@@ -15,29 +15,23 @@ from typing import Any
 import httpx
 from starlette.concurrency import run_in_threadpool
 
-from index import registry
 from index.cache import Cache, CacheConfig
-from index.decision import MatchPolicy
-from index.decisions import DecisionLog, DecisionRecord
+from index.decision_log import DecisionLog, DecisionRecord
 from index.embedder import MiniLMEmbedder
 from index.errors import StoreUnavailable
 from index.exact import ExactCache, LruExactCache, RedisExactCache
 from index.hnsw import SemanticIndex
 from index.maintenance import Maintainer
-from index.stages import Stage
+from index.policy import MatchPolicy, build_policy
+from index.stages import build_stages
 from index.store import EntryStore, make_engine
+from service.credentials import credential_policy
 from service.dialects.base import UpstreamName
 from service.metrics import Metrics
 from service.settings import Settings
 from service.upstream import Upstream
 
 log = logging.getLogger("deja.runtime")
-
-
-def build_stages(settings: Settings) -> tuple[Stage, ...]:
-    names = [name for name, on in (("polarity", settings.guard_polarity), ("values", settings.guard_values),
-                                   ("verifier", settings.verifier)) if on]
-    return registry.build_stages(names, settings.verifier_min_probability)
 
 
 def build_upstream(settings: Settings, base_url: str, transport: httpx.AsyncBaseTransport | None = None) -> Upstream:
@@ -52,13 +46,16 @@ def build_upstream(settings: Settings, base_url: str, transport: httpx.AsyncBase
 class Thresholds:
     """Per-namespace thresholds applied with `eval sweep --traffic --apply`; "*" is the deployment default."""
 
-    default: float
-    context_default: float
+    policy: MatchPolicy
     by_namespace: dict[str, tuple[float, int]] = field(default_factory=dict)
+
+    @property
+    def default(self) -> float:
+        return self.policy.min_similarity
 
     def policy_for(self, namespace: str) -> MatchPolicy:
         chosen = self.by_namespace.get(namespace) or self.by_namespace.get("*")
-        return MatchPolicy(chosen[0] if chosen else self.default, self.context_default)
+        return self.policy.at(chosen[0]) if chosen else self.policy
 
 
 class Runtime:
@@ -72,16 +69,17 @@ class Runtime:
         engine = make_engine(settings.sql_url)
         store = EntryStore(engine)
         self.embedder = MiniLMEmbedder(threads=settings.embed_threads or None)
-        config = CacheConfig(MatchPolicy(settings.min_similarity, settings.min_context_similarity),
-                             settings.ttl_seconds, settings.candidates, settings.decision_log_floor)
+        self.policy = policy = build_policy(settings)
+        config = CacheConfig(policy, settings.ttl_seconds, settings.candidates, settings.decision_log_floor)
         self.cache = Cache(exact, store, SemanticIndex(self.embedder.dim), self.embedder, config,
-                           build_stages(settings))
+                           build_stages(policy))
         self.maintainer = Maintainer(self.cache, settings.max_entries)
         self.decisions = DecisionLog(engine)
-        self.thresholds = Thresholds(settings.min_similarity, settings.min_context_similarity)
+        self.thresholds = Thresholds(policy)
         self.upstream = build_upstream(settings, settings.upstream_url)
         self.anthropic_upstream = build_upstream(settings, settings.anthropic_upstream_url)
         self.secret = settings.secret_bytes()
+        self.credentials = credential_policy(settings)
         self._pending: list[DecisionRecord] = []
         self._pending_lock = threading.Lock()
         self._started = False

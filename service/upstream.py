@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 
 import httpx
 
-from index.errors import UpstreamError, UpstreamTimeout
+from service.errors import UpstreamError, UpstreamTimeout
 
 # Never forwarded in either direction: hop-by-hop and framing headers, which each hop sets itself.
 _HOP = frozenset({
@@ -48,11 +48,27 @@ class Upstream:
             raise UpstreamError(f"upstream unreachable: {type(exc).__name__}: {exc}") from exc
 
     async def read(self, response: httpx.Response) -> bytes:
+        """The whole body of a response from `send`, which it closes."""
         try:
             return await response.aread()
-        except httpx.TimeoutException as exc:
-            raise UpstreamTimeout(f"upstream timed out: {type(exc).__name__}") from exc
         except httpx.HTTPError as exc:
-            raise UpstreamError(f"upstream failed mid-response: {type(exc).__name__}") from exc
+            raise _mid_response(exc) from exc
         finally:
             await response.aclose()
+
+    async def stream(self, response: httpx.Response) -> AsyncGenerator[bytes, None]:
+        """The body of a response from `send`, chunk by chunk as it arrives; closes it when done or abandoned.
+        A transport failure mid-body raises `UpstreamError` (`UpstreamTimeout`), never an httpx error."""
+        try:
+            async for chunk in response.aiter_bytes():
+                yield chunk
+        except httpx.HTTPError as exc:
+            raise _mid_response(exc) from exc
+        finally:
+            await response.aclose()
+
+
+def _mid_response(exc: httpx.HTTPError) -> UpstreamError:
+    if isinstance(exc, httpx.TimeoutException):
+        return UpstreamTimeout(f"upstream timed out: {type(exc).__name__}")
+    return UpstreamError(f"upstream failed mid-response: {type(exc).__name__}")

@@ -11,8 +11,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from index.errors import BadRequest
 from index.keys import CanonicalRequest
+from service.errors import BadRequest
 
 
 class UpstreamName(StrEnum):

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from eval.traffic import ALL_NAMESPACES, decision_log
-from index.decisions import LabeledDecision, LabelSource
+from index.decision_log import LabeledDecision, LabelSource
 from tests.support.traffic import (
     LOOSE_MIN_SIMILARITY,
     Deployment,

@@ -6,8 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from eval.datasets import Conversation, DatasetFormat, LabeledPair, Message, load_clusters, load_pairs, load_stream
-from index.errors import DatasetError
+from eval.datasets import (
+    Conversation,
+    DatasetError,
+    DatasetFormat,
+    LabeledPair,
+    Message,
+    load_clusters,
+    load_pairs,
+    load_stream,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -187,3 +187,20 @@ def test_replay_of_clusters_treats_each_cluster_as_an_intent(tmp_path: Path) -> 
 def test_replay_needs_exactly_one_source() -> None:
     code, _, _ = _run("replay", "--embedder", "hash")
     assert code == 2
+
+
+def test_replay_vcache_baseline_reports_a_row_per_budget() -> None:
+    code, out, _ = _run("replay", "--stream", str(FIXTURES / "stream.jsonl"), "--decision", "vcache", "--budget",
+                        "0.05,0.02", "--embedder", "hash", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["decision"] == "vcache" and [row["delta"] for row in report["rows"]] == [0.02, 0.05]
+    row = report["rows"][0]
+    assert row["requests"] == 6 and row["exact_hits"] == 2  # the two byte-identical repeats
+
+
+@pytest.mark.parametrize("budget", ["0", "1.5", "x"], ids=["zero", "above-one", "not-a-number"])
+def test_replay_vcache_refuses_a_budget_outside_zero_one(budget: str) -> None:
+    code, _, _ = _run("replay", "--stream", str(FIXTURES / "stream.jsonl"), "--decision", "vcache", "--budget",
+                      budget, "--embedder", "hash")
+    assert code == 2

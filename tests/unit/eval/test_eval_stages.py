@@ -1,4 +1,4 @@
-"""Stage registry: names, the gateway default, missing guards, and the per-pair memo."""
+"""Building stages by name: names, the gateway default, missing guards, and the per-pair memo."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import types
 
 import pytest
 
-from eval.stages import MemoStage, StageUnavailable, build_stages, parse_stage_names
-from index.stages import Stage, StageResult
+from index.errors import StageUnavailable
+from index.policy import MatchPolicy, build_policy
+from index.settings import Settings
+from index.stages import MemoStage, Stage, StageResult, build_stages, parse_stage_names
 
 
 class Named:
@@ -35,17 +37,21 @@ def _fake_guards(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool, bool]]:
     return calls
 
 
+def _policy(*stages: str) -> MatchPolicy:
+    return MatchPolicy(0.9, stages=stages)
+
+
 def test_a_stage_that_cannot_load_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "index.guards", None)
     with pytest.raises(StageUnavailable, match="could not be loaded"):
-        build_stages(["polarity"])
+        build_stages(_policy("polarity"))
 
 
 def test_with_guards_the_default_is_every_rule_stage(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _fake_guards(monkeypatch)
-    assert parse_stage_names(None) == ("polarity", "values")
-    assert [s.name for s in build_stages(["values", "polarity"])] == ["polarity", "values"]  # gateway order
-    assert [s.name for s in build_stages(["values"])] == ["values"]
+    assert build_policy(Settings()).stages == ("polarity", "values")
+    assert [s.name for s in build_stages(_policy("values", "polarity"))] == ["polarity", "values"]  # gateway order
+    assert [s.name for s in build_stages(_policy("values"))] == ["values"]
     assert calls[-1] == (False, True)
 
 
@@ -67,7 +73,7 @@ def test_unknown_stage_name_is_rejected() -> None:
 
 
 def test_no_stage_names_build_no_stages() -> None:
-    assert build_stages([]) == ()
+    assert build_stages(_policy()) == ()
 
 
 def test_memo_stage_checks_each_pair_once() -> None:

@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 from eval.cli import app
 from eval.sweep import SweepConfig
 from eval.traffic import ALL_NAMESPACES, SAME_ANSWER_KIND, decision_log, scored_decisions, traffic_report
-from index.decisions import DecisionLog, DecisionRecord, Label, LabelSource
+from index.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
+from index.rule import Reason
 from index.schema import metadata
 from index.stages import StageResult
 from index.store import make_engine
@@ -50,8 +51,9 @@ class WordVeto:
 
 def _record(request_id: str, namespace: str, similarity: float, prompt: str | None = None,
             vetoed_by: str | None = None) -> DecisionRecord:
+    reason = Reason.HIT if vetoed_by is None else Reason.VETOED
     return DecisionRecord(request_id, namespace, "m", prompt or f"question {request_id}", 1,
-                          f"cached question for {request_id}", similarity, 0.7, (), "miss", vetoed_by, 1.0)
+                          f"cached question for {request_id}", similarity, 0.7, (), "miss", reason, vetoed_by, 1.0)
 
 
 def _log(path: Path, decisions: list[tuple[DecisionRecord, list[tuple[LabelSource, bool]]]]) -> str:

@@ -5,12 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from index.cache import Cache, CacheConfig
-from index.decision import MatchPolicy
 from index.embedder import HashEmbedder
+from index.errors import StoreUnavailable
 from index.exact import LruExactCache
 from index.hnsw import SemanticIndex
 from index.keys import build_key
+from index.policy import MatchPolicy
 from index.records import Verdict
 from index.stages import StageResult
 from index.store import EntryStore, make_engine
@@ -132,3 +135,11 @@ def test_a_conversation_costs_one_embedding_call_and_reuses_it_on_store(tmp_path
     assert missed.decision.vetoed_by == "alignment@context"
     cache.store_answer(other, answer("y"), missed.vector)
     assert embedder.calls == calls + 2
+
+
+def test_a_failed_sql_call_is_store_unavailable_naming_what_failed(tmp_path: Path) -> None:
+    store = EntryStore(make_engine(f"sqlite:///{tmp_path / 'db.sqlite'}"))  # no schema: every read fails
+    with pytest.raises(StoreUnavailable, match=r"^cannot read entry: "):
+        store.get(1)
+    with pytest.raises(StoreUnavailable, match=r"^cannot count entries: "):
+        store.count()

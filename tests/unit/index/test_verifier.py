@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from index.errors import VerifierModelError
 from index.verifier import (
     METADATA_FILE,
     Calibration,
     VerifierMetadata,
-    VerifierModelError,
     VerifierStage,
     shipped_model_dir,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from index.keys import namespace_for
-from service.credentials import CredentialPolicy, credential_of, namespace_of
+from service.credentials import CredentialPolicy, credential_of, credential_policy, namespace_of
 from service.settings import Settings
 
 SECRET = b"server-secret"
@@ -73,4 +73,4 @@ def test_settings_read_credential_headers_comma_separated(monkeypatch: pytest.Mo
     monkeypatch.setenv("DEJA_SHARED_NAMESPACE", "")
     settings = Settings()
     assert settings.credential_headers == ("x-tenant-token", "x-other")
-    assert settings.credential_policy == CredentialPolicy(("x-tenant-token", "x-other"), None)
+    assert credential_policy(settings) == CredentialPolicy(("x-tenant-token", "x-other"), None)

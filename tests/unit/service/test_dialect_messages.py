@@ -10,9 +10,9 @@ import anthropic
 import httpx2
 import pytest
 
-from index.errors import BadRequest
 from index.keys import LookupMode, build_key, key_for
 from service.dialects import MESSAGES
+from service.errors import BadRequest
 from tests.support.stub_dialects import MessagesApi
 
 BODY: dict[str, Any] = {"model": "claude-x", "max_tokens": 256, "system": "You are terse.",

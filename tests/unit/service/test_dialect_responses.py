@@ -10,9 +10,9 @@ import httpx2
 import openai
 import pytest
 
-from index.errors import BadRequest
 from index.keys import LookupMode, build_key, key_for
 from service.dialects import RESPONSES
+from service.errors import BadRequest
 from tests.support.stub_dialects import ResponsesApi
 
 BODY: dict[str, Any] = {"model": "gpt-5", "instructions": "Be terse.", "input": "How do I reset my password?"}

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from index.errors import BadRequest
+from service.errors import BadRequest
 from service.requests import bearer_token, parse_cache_control, parse_chat_body
 
 

@@ -1,5 +1,9 @@
 """Decision log and labels: every semantic decision that had a candidate above a floor, and what we later
-learned about it (feedback, shadow comparisons, audits). The raw material of `eval sweep --traffic`."""
+learned about it (feedback, shadow comparisons, audits). The raw material of `eval sweep --traffic`.
+
+The `vetoed_by` column holds the vetoing stage for a veto and the reason for any other miss (NULL for a hit);
+`DecisionRecord` reads it back as a `Reason` and a stage name that is set only for vetoes.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from sqlalchemy import Engine, and_, func, insert, select, update
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError
 
-from index.errors import StoreUnavailable
+from index.errors import store_errors
+from index.rule import Reason
 from index.schema import decisions, labels, thresholds
 from index.stages import StageResult
 
@@ -37,6 +42,7 @@ class DecisionRecord:
     min_similarity: float
     stages: tuple[StageResult, ...]
     verdict: str
+    reason: Reason
     vetoed_by: str | None
     created_at: float
     # The API the request spoke (`chat`, `messages`, `responses`): `eval sweep --traffic --api` filters on it.
@@ -69,12 +75,28 @@ def _stages_json(stages: Sequence[StageResult]) -> str:
                        for s in stages])
 
 
+def _outcome_column(record: DecisionRecord) -> str | None:
+    if record.reason is Reason.HIT:
+        return None
+    return record.vetoed_by if record.reason is Reason.VETOED else record.reason.value
+
+
+def _outcome(column: str | None) -> tuple[Reason, str | None]:
+    """(reason, vetoing stage) from the `vetoed_by` column."""
+    if column is None:
+        return Reason.HIT, None
+    if column in (Reason.BELOW_THRESHOLD, Reason.CONTEXT_BELOW_THRESHOLD):
+        return Reason(column), None
+    return Reason.VETOED, column
+
+
 def _row_to_decision(m: object) -> DecisionRecord:
     row = m._mapping  # type: ignore[attr-defined]
     stages = tuple(StageResult(**s) for s in json.loads(row["stages"]))
+    reason, vetoed_by = _outcome(row["vetoed_by"])
     return DecisionRecord(
         row["request_id"], row["namespace"], row["model"], row["prompt"], row["entry_id"], row["candidate_prompt"],
-        float(row["similarity"]), float(row["min_similarity"]), stages, row["verdict"], row["vetoed_by"],
+        float(row["similarity"]), float(row["min_similarity"]), stages, row["verdict"], reason, vetoed_by,
         float(row["created_at"]), row["api"],
     )
 
@@ -92,45 +114,27 @@ class DecisionLog:
             "request_id": r.request_id, "namespace": r.namespace, "model": r.model, "prompt": r.prompt,
             "entry_id": r.entry_id, "candidate_prompt": r.candidate_prompt, "similarity": r.similarity,
             "min_similarity": r.min_similarity, "stages": _stages_json(r.stages), "verdict": r.verdict,
-            "vetoed_by": r.vetoed_by, "created_at": r.created_at, "api": r.api,
+            "vetoed_by": _outcome_column(r), "created_at": r.created_at, "api": r.api,
         } for r in records]
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(insert(decisions), rows)
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"cannot log decisions: {exc}") from exc
+        with store_errors("log decisions"), self.engine.begin() as conn:
+            conn.execute(insert(decisions), rows)
 
     def get(self, request_id: str) -> DecisionRecord | None:
-        try:
-            with self.engine.connect() as conn:
-                row = conn.execute(select(decisions).where(decisions.c.request_id == request_id)).first()
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"cannot read decision: {exc}") from exc
+        with store_errors("read decision"), self.engine.connect() as conn:
+            row = conn.execute(select(decisions).where(decisions.c.request_id == request_id)).first()
         return None if row is None else _row_to_decision(row)
 
     def label(self, label: Label) -> None:
         """Record a label; the same request and source twice keeps the latest."""
         values = {"correct": label.correct, "detail": label.detail, "created_at": label.created_at}
         key = and_(labels.c.request_id == label.request_id, labels.c.source == label.source.value)
-        try:
-            with self.engine.begin() as conn:
-                try:
-                    with conn.begin_nested():
-                        conn.execute(insert(labels).values(request_id=label.request_id, source=label.source.value,
-                                                           **values))
-                except IntegrityError:
-                    conn.execute(update(labels).where(key).values(**values))
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"cannot record label: {exc}") from exc
-
-    def labels_for(self, request_id: str) -> list[Label]:
-        try:
-            with self.engine.connect() as conn:
-                rows = conn.execute(select(labels).where(labels.c.request_id == request_id)).all()
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"cannot read labels: {exc}") from exc
-        return [Label(r.request_id, LabelSource(r.source), bool(r.correct), float(r.created_at), r.detail)
-                for r in rows]
+        with store_errors("record label"), self.engine.begin() as conn:
+            try:
+                with conn.begin_nested():
+                    conn.execute(insert(labels).values(request_id=label.request_id, source=label.source.value,
+                                                       **values))
+            except IntegrityError:
+                conn.execute(update(labels).where(key).values(**values))
 
     def labeled(self, namespace: str | None = None, api: str | None = None) -> list[LabeledDecision]:
         """Every decision that has at least one label, with its label by precedence; optionally one namespace's
@@ -141,11 +145,8 @@ class DecisionLog:
             query = query.where(decisions.c.namespace == namespace)
         if api is not None:
             query = query.where(decisions.c.api == api)
-        try:
-            with self.engine.connect() as conn:
-                rows = conn.execute(query).all()
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"cannot read labeled decisions: {exc}") from exc
+        with store_errors("read labeled decisions"), self.engine.connect() as conn:
+            rows = conn.execute(query).all()
         best: dict[str, tuple[int, LabeledDecision]] = {}
         for row in rows:
             source = LabelSource(row.source)
@@ -159,20 +160,14 @@ class DecisionLog:
         human = select(labels.c.request_id).where(labels.c.source == LabelSource.HUMAN.value)
         query = (select(decisions).where(decisions.c.entry_id.is_not(None), decisions.c.request_id.not_in(human))
                  .order_by(decisions.c.created_at.desc()).limit(limit))
-        try:
-            with self.engine.connect() as conn:
-                return [_row_to_decision(r) for r in conn.execute(query).all()]
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"cannot read pending decisions: {exc}") from exc
+        with store_errors("read pending decisions"), self.engine.connect() as conn:
+            return [_row_to_decision(r) for r in conn.execute(query).all()]
 
     def label_counts(self) -> dict[str, dict[str, int]]:
         """{source: {"correct": n, "wrong": n}}."""
         query = select(labels.c.source, labels.c.correct, func.count()).group_by(labels.c.source, labels.c.correct)
-        try:
-            with self.engine.connect() as conn:
-                rows = conn.execute(query).all()
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"cannot count labels: {exc}") from exc
+        with store_errors("count labels"), self.engine.connect() as conn:
+            rows = conn.execute(query).all()
         counts: dict[str, dict[str, int]] = {}
         for source, correct, n in rows:
             counts.setdefault(source, {"correct": 0, "wrong": 0})["correct" if correct else "wrong"] += int(n)
@@ -180,19 +175,13 @@ class DecisionLog:
 
     def set_threshold(self, namespace: str, min_similarity: float, label_count: int, at: float) -> None:
         values = {"min_similarity": min_similarity, "labels": label_count, "updated_at": at}
-        try:
-            with self.engine.begin() as conn:
-                done = conn.execute(update(thresholds).where(thresholds.c.namespace == namespace).values(**values))
-                if done.rowcount == 0:
-                    conn.execute(insert(thresholds).values(namespace=namespace, **values))
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"cannot store threshold: {exc}") from exc
+        with store_errors("store threshold"), self.engine.begin() as conn:
+            done = conn.execute(update(thresholds).where(thresholds.c.namespace == namespace).values(**values))
+            if done.rowcount == 0:
+                conn.execute(insert(thresholds).values(namespace=namespace, **values))
 
     def thresholds(self) -> dict[str, tuple[float, int]]:
         """{namespace: (min_similarity, labels behind it)}; namespace "*" is the deployment-wide default."""
-        try:
-            with self.engine.connect() as conn:
-                rows = conn.execute(select(thresholds)).all()
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"cannot read thresholds: {exc}") from exc
+        with store_errors("read thresholds"), self.engine.connect() as conn:
+            rows = conn.execute(select(thresholds)).all()
         return {r.namespace: (float(r.min_similarity), int(r.labels)) for r in rows}

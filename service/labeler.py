@@ -11,9 +11,10 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
-from index.decisions import Label, LabelSource
-from index.errors import DejaError, StoreUnavailable
+from index.decision_log import Label, LabelSource
+from index.errors import StoreUnavailable
 from service.dialects import Dialect
+from service.errors import UpstreamError
 from service.labels import compare_answers
 from service.runtime import Runtime
 
@@ -57,7 +58,7 @@ class Labeler:
                 try:
                     response = await upstream.send("POST", dialect.path, headers, content_out)
                     content = await upstream.read(response)
-                except DejaError as exc:
+                except UpstreamError as exc:
                     self.rt.metrics.audits.labels("upstream_error").inc()
                     log.info("audit of %s failed: %s", request_id, exc)
                     return

@@ -4,28 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 
+from index.policy import MatchPolicy
 from index.stages import Stage, StageResult
-
-DEFAULT_MIN_CONTEXT_SIMILARITY = 0.70
-
-
-@dataclass(frozen=True)
-class MatchPolicy:
-    """How strict a semantic match must be. Similarities are cosine similarities in [-1, 1].
-
-    `min_similarity` applies to the last user messages; `min_context_similarity` to the relevant earlier
-    context of multi-turn requests.
-    """
-
-    min_similarity: float
-    min_context_similarity: float = DEFAULT_MIN_CONTEXT_SIMILARITY
-
-    def __post_init__(self) -> None:
-        for name in ("min_similarity", "min_context_similarity"):
-            value = getattr(self, name)
-            if not -1.0 <= value <= 1.0:
-                raise ValueError(f"{name} must be a cosine similarity in [-1, 1], got {value}")
 
 
 @dataclass(frozen=True)
@@ -40,24 +22,32 @@ class Candidate:
     context_similarity: float | None = None
 
 
+class Reason(StrEnum):
+    """Why `decide` said what it said."""
+
+    HIT = "hit"
+    BELOW_THRESHOLD = "below_threshold"
+    CONTEXT_BELOW_THRESHOLD = "context_below_threshold"
+    VETOED = "vetoed"
+
+
 @dataclass(frozen=True)
 class Decision:
-    """Outcome of `decide`: a hit, or a miss with the reason (`below_threshold` or the vetoing stage)."""
+    """Outcome of `decide`. `vetoed_by` names the vetoing stage (`<stage>@context` for a context check) and is
+    set only when `reason` is `VETOED`; `stages` holds every stage result in the order they ran."""
 
-    hit: bool
+    reason: Reason
     similarity: float
     vetoed_by: str | None = None
     stages: tuple[StageResult, ...] = field(default_factory=tuple)
 
+    def __post_init__(self) -> None:
+        if (self.reason is Reason.VETOED) != (self.vetoed_by is not None):
+            raise ValueError("vetoed_by names the stage of a veto, and only of a veto")
+
     @property
-    def reason(self) -> str:
-        if self.hit:
-            return "hit"
-        return self.vetoed_by or BELOW_THRESHOLD
-
-
-BELOW_THRESHOLD = "below_threshold"
-CONTEXT_BELOW_THRESHOLD = "context_below_threshold"
+    def hit(self) -> bool:
+        return self.reason is Reason.HIT
 
 
 def decide(
@@ -75,10 +65,10 @@ def decide(
     the two contexts (reported as `<stage>@context`).
     """
     if candidate.similarity < policy.min_similarity:
-        return Decision(hit=False, similarity=candidate.similarity, vetoed_by=BELOW_THRESHOLD)
+        return Decision(Reason.BELOW_THRESHOLD, candidate.similarity)
     conversation = query_context is not None and candidate.context is not None
     if conversation and (candidate.context_similarity or 0.0) < policy.min_context_similarity:
-        return Decision(hit=False, similarity=candidate.similarity, vetoed_by=CONTEXT_BELOW_THRESHOLD)
+        return Decision(Reason.CONTEXT_BELOW_THRESHOLD, candidate.similarity)
     results: list[StageResult] = []
     checks: list[tuple[Stage, str, str, str]] = [(s, s.name, query, candidate.prompt) for s in stages]
     if conversation and query_context != candidate.context:
@@ -90,5 +80,5 @@ def decide(
             result = StageResult(name, result.passed, result.reason, result.score)
         results.append(result)
         if not result.passed:
-            return Decision(False, candidate.similarity, vetoed_by=name, stages=tuple(results))
-    return Decision(hit=True, similarity=candidate.similarity, stages=tuple(results))
+            return Decision(Reason.VETOED, candidate.similarity, vetoed_by=name, stages=tuple(results))
+    return Decision(Reason.HIT, candidate.similarity, stages=tuple(results))

@@ -1,0 +1,97 @@
+"""The one settings object (env prefix `DEJA_`). Only entry points (`deja serve`, `deja db`, `eval` commands)
+instantiate it, which is when the environment is read; everything else receives it or what was built from it."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from index.keys import ContextMatch
+from index.policy import DEFAULT_MIN_CONTEXT_SIMILARITY, DEFAULT_MIN_SIMILARITY
+
+
+class Settings(BaseSettings):
+    """Every tunable of the gateway. Each field maps to `DEJA_<NAME>` and to a `deja serve` flag."""
+
+    model_config = SettingsConfigDict(env_prefix="DEJA_", extra="ignore")
+
+    upstream_url: str = Field("https://api.openai.com", description="Base URL of the OpenAI-compatible upstream")
+    anthropic_upstream_url: str = Field(
+        "https://api.anthropic.com", description="Base URL of the Anthropic upstream (/v1/messages)")
+    database_url: str | None = Field(None, description="SQLAlchemy URL; default SQLite file in data_dir")
+    redis_url: str | None = Field(None, description="Redis URL for the shared exact tier; default in-process LRU")
+    data_dir: Path = Field(Path(".deja"), description="Folder for the SQLite file and the generated secret")
+    min_similarity: float = Field(DEFAULT_MIN_SIMILARITY, ge=-1.0, le=1.0, description="Cosine similarity floor")
+    min_context_similarity: float = Field(
+        DEFAULT_MIN_CONTEXT_SIMILARITY, ge=-1.0, le=1.0,
+        description="Cosine similarity floor between the relevant earlier contexts of two conversations")
+    context_match: ContextMatch = Field(
+        ContextMatch.SEMANTIC, description="Earlier turns: 'semantic' (relevant context by meaning) or 'exact'")
+    candidates: int = Field(3, ge=1, le=50, description="Nearest neighbours verified per semantic lookup")
+    guard_polarity: bool = Field(True, description="Veto candidates that differ by a negation or reversal")
+    guard_values: bool = Field(True, description="Veto candidates that differ in a number, name or other value")
+    verifier: bool = Field(False, description="Run the learned cross-encoder verifier on surviving candidates")
+    verifier_min_probability: float | None = Field(
+        None, ge=0.0, le=1.0, description="P(same answer) the verifier needs; empty = the model's calibrated default")
+    namespace_secret: SecretStr | None = Field(None, description="HMAC secret for namespaces; default generated")
+    credential_headers: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="More headers that carry a credential (comma-separated), besides Authorization, "
+        "api-key and x-api-key")
+    shared_namespace: str | None = Field(
+        None, description="Opt-in: requests without any credential share this one namespace; unset = not cached")
+    admin_token: SecretStr | None = Field(None, description="Bearer token for /deja/* admin endpoints")
+    ttl_seconds: float | None = Field(7 * 24 * 3600, ge=0, description="Default entry lifetime; empty = forever")
+    exact_max_items: int = Field(10_000, ge=1, description="Size of the in-process exact LRU")
+    max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="Largest accepted request body")
+    upstream_connect_timeout: float = Field(5.0, gt=0, description="Seconds to connect to the upstream")
+    upstream_read_timeout: float = Field(120.0, gt=0, description="Seconds between upstream bytes")
+    upstream_max_connections: int = Field(100, ge=1, description="Connection pool size to the upstream")
+    max_entries: int | None = Field(1_000_000, ge=1, description="Entry cap; least recently used are evicted")
+    sync_interval_seconds: float = Field(0.5, gt=0, description="How often a replica catches up from SQL")
+    evict_interval_seconds: float = Field(30.0, gt=0, description="How often TTL/LRU eviction runs")
+    decision_log_floor: float = Field(0.5, ge=-1.0, le=1.0, description="Log semantic decisions from this similarity")
+    audit_rate: float = Field(0.01, ge=0.0, le=1.0, description="Share of semantic hits re-asked upstream")
+    audit_concurrency: int = Field(4, ge=1, description="Background audits in flight at most")
+    shadow_labels: bool = Field(True, description="Label near-misses by comparing the fresh answer")
+    answer_same_similarity: float = Field(0.95, ge=0, le=1, description="Answer similarity that counts as same")
+    prices_per_1k_tokens: dict[str, float] = Field(
+        default_factory=lambda: {"gpt-4o": 0.00625, "gpt-4o-mini": 0.000375, "gpt-4.1": 0.005,
+                                 "gpt-4.1-mini": 0.001, "gpt-4.1-nano": 0.00025},
+        description="USD per 1K tokens (blended) by model, for the cost-saved metric")
+    embed_threads: int = Field(0, ge=0, description="Torch threads for embedding; 0 = library default")
+    log_level: str = Field("info", description="Log level")
+
+    @field_validator("ttl_seconds", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: object) -> object:
+        return None if value in ("", "none", "None", 0, "0") else value
+
+    @field_validator("credential_headers", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        return tuple(h.strip().lower() for h in value.split(",") if h.strip()) if isinstance(value, str) else value
+
+    @field_validator("shared_namespace", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @property
+    def sql_url(self) -> str:
+        """`database_url`, else the default SQLite file in `data_dir` (the one place that default is written)."""
+        return self.database_url or f"sqlite:///{self.data_dir / 'deja.db'}"
+
+    def secret_bytes(self) -> bytes:
+        """The namespace secret; generated once into `data_dir/secret` (mode 0600) when not configured."""
+        if self.namespace_secret is not None:
+            return self.namespace_secret.get_secret_value().encode()
+        path = self.data_dir / "secret"
+        if not path.exists():
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            path.write_text(secrets.token_hex(32))
+            path.chmod(0o600)
+        return path.read_text().strip().encode()
