@@ -1,38 +1,32 @@
-"""App factory: builds the runtime from one `Settings` in the lifespan and wires the routes."""
+"""App factory: builds the runtime from one `Settings` (and any `Parts` passed in) in the lifespan and wires the
+routes."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Annotated
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from service import errors
 from service.admin import admin_router, feedback_router
+from service.deps import GatewayDep, MetricsDep
 from service.dialects import CHAT, MESSAGES, RESPONSES, error_dialect
 from service.gateway import Gateway
 from service.label_page import label_router
-from service.runtime import Runtime
+from service.runtime import Parts, Runtime
 from service.settings import Settings
 
 
-def _gateway(request: Request) -> Gateway:
-    gw: Gateway = request.app.state.gateway
-    return gw
-
-
-GatewayDep = Annotated[Gateway, Depends(_gateway)]
-
-
-def create_app(settings: Settings) -> FastAPI:
-    """The ASGI app. Heavy components are built in the lifespan, never at import."""
+def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
+    """The ASGI app. Heavy components are built in the lifespan, never at import; `parts` replaces any of
+    them (tests pass a lexical embedder, a `MockTransport` upstream, a clock)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        runtime = Runtime(settings)
+        runtime = Runtime(settings, parts)
         runtime.start()
         app.state.runtime = runtime
         app.state.gateway = Gateway(runtime)
@@ -52,8 +46,8 @@ def create_app(settings: Settings) -> FastAPI:
         return {"status": "ok"}
 
     @app.get("/metrics")
-    async def metrics(gw: GatewayDep) -> Response:
-        return Response(generate_latest(gw.rt.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    async def metrics(metrics: MetricsDep) -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.post(CHAT.path)
     async def chat(request: Request, gw: GatewayDep) -> Response:

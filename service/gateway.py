@@ -58,6 +58,11 @@ class Exchange:
     def storable(self) -> bool:
         return self.key.mode is not LookupMode.BYPASS and self.directives.store
 
+    @property
+    def forward_verdict(self) -> Verdict:
+        """What a request answered upstream counts as: a miss when its answer may be stored, else a bypass."""
+        return Verdict.MISS if self.storable else Verdict.BYPASS
+
 
 async def read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
@@ -93,9 +98,8 @@ class Gateway:
                 return self._answer_from_cache(exchange, lookup, lookup.response, served)
             if lookup.response is not None:  # too old for the caller's max-age, or cannot stand in
                 lookup = dataclasses.replace(lookup, verdict=Verdict.MISS, response=None)
-        verdict = Verdict.MISS if exchange.storable else Verdict.BYPASS
-        self.rt.metrics.requests.labels(dialect.name, verdict.value).inc()
-        headers = self._headers(exchange, lookup, verdict)
+        self.rt.metrics.requests.labels(dialect.name, exchange.forward_verdict.value).inc()
+        headers = self._headers(exchange, lookup, exchange.forward_verdict)
         if exchange.stream:
             return await self._forward_stream(exchange, lookup, headers)
         return await self._forward(exchange, lookup, headers)
@@ -113,9 +117,9 @@ class Gateway:
 
     def _servable(self, exchange: Exchange, cached: CachedResponse | None) -> dict[str, Any] | None:
         max_age = exchange.directives.max_age
-        if cached is None or (max_age is not None and time.time() - cached.created_at > max_age):
+        if cached is None or (max_age is not None and self.rt.clock() - cached.created_at > max_age):
             return None
-        return exchange.dialect.serve(cached.body, exchange.body)
+        return exchange.dialect.serve(cached.body, exchange.body, self.rt.clock())
 
     def _observe_lookup(self, exchange: Exchange, lookup: Lookup, min_similarity: float) -> None:
         metrics = self.rt.metrics
@@ -133,7 +137,11 @@ class Gateway:
         self.rt.log_decision(DecisionRecord(
             exchange.request_id, exchange.key.namespace, exchange.key.model, exchange.key.prompt,
             lookup.candidate_id, lookup.candidate_prompt, decision.similarity, min_similarity, decision.stages,
-            lookup.verdict.value, decision.reason, decision.vetoed_by, time.time(), exchange.dialect.name))
+            lookup.verdict.value, decision.reason, decision.vetoed_by, self.rt.clock(), exchange.dialect.name))
+
+    def _observe_time(self, exchange: Exchange, verdict: Verdict) -> None:
+        self.rt.metrics.request_seconds.labels(exchange.dialect.name, verdict.value).observe(
+            time.perf_counter() - exchange.started)
 
     @staticmethod
     def _headers(exchange: Exchange, lookup: Lookup, verdict: Verdict) -> dict[str, str]:
@@ -161,9 +169,8 @@ class Gateway:
 
     def _count_hit(self, exchange: Exchange, lookup: Lookup, cached: CachedResponse) -> None:
         metrics = self.rt.metrics
-        api = exchange.dialect.name
-        metrics.requests.labels(api, lookup.verdict.value).inc()
-        metrics.request_seconds.labels(api, lookup.verdict.value).observe(time.perf_counter() - exchange.started)
+        metrics.requests.labels(exchange.dialect.name, lookup.verdict.value).inc()
+        self._observe_time(exchange, lookup.verdict)
         self.rt.maintainer.touch(cached.entry_id)
         tokens = exchange.dialect.tokens(cached.body)
         if tokens is not None:
@@ -187,30 +194,27 @@ class Gateway:
         if response.status_code == 200 and exchange.storable:
             answer = exchange.dialect.stored_answer(content)
             if answer is not None:
+                self._label_near_miss(exchange, answer, lookup)
                 entry_id = await self._store(exchange, answer, lookup)
                 if entry_id is not None:
                     headers["X-Deja-Entry"] = str(entry_id)
-        self._observe_miss(exchange, headers)
+        self._observe_time(exchange, exchange.forward_verdict)
         return Response(content, status_code=response.status_code,
                         headers={**response_headers(response.headers), **headers})
-
-    def _observe_miss(self, exchange: Exchange, headers: dict[str, str]) -> None:
-        self.rt.metrics.request_seconds.labels(exchange.dialect.name, headers["X-Deja-Cache"]).observe(
-            time.perf_counter() - exchange.started)
 
     async def _forward_stream(self, exchange: Exchange, lookup: Lookup, headers: dict[str, str]) -> Response:
         response = await self._send(exchange)
         is_sse = response.headers.get("content-type", "").startswith("text/event-stream")
         if response.status_code != 200 or not is_sse:
             content = await self.rt.upstream_for(exchange.dialect.upstream).read(response)
+            self._observe_time(exchange, exchange.forward_verdict)
             return Response(content, status_code=response.status_code,
                             headers={**response_headers(response.headers), **headers})
-        return StreamingResponse(self._relay(exchange, response, lookup, headers), status_code=200,
+        return StreamingResponse(self._relay(exchange, response, lookup), status_code=200,
                                  headers={**response_headers(response.headers), **headers},
                                  media_type="text/event-stream")
 
-    async def _relay(self, exchange: Exchange, response: httpx.Response, lookup: Lookup,
-                     headers: dict[str, str]) -> AsyncIterator[bytes]:
+    async def _relay(self, exchange: Exchange, response: httpx.Response, lookup: Lookup) -> AsyncIterator[bytes]:
         """Pass events through as they arrive; store once the dialect sees a clean, storable end (before the
         client gets the last bytes, so a request sent right after the stream ends already finds the entry)."""
         accumulator = exchange.dialect.accumulator()
@@ -222,17 +226,22 @@ class Gateway:
                     accumulator.feed(chunk)
                     if not stored and accumulator.complete and exchange.storable:
                         stored = True
-                        await self._store(exchange, accumulator.answer(), lookup)
+                        answer = accumulator.answer()
+                        self._label_near_miss(exchange, answer, lookup)
+                        await self._store(exchange, answer, lookup)
                     yield chunk
         except UpstreamError as exc:
             log.warning("upstream stream cut (request %s): %s", exchange.request_id, exc)
-            yield exchange.dialect.stream_error(f"The upstream stream was interrupted: {exc}")
+            yield exchange.dialect.stream_error(f"The upstream stream was interrupted: {exc}", exc.kind)
         finally:
-            self._observe_miss(exchange, headers)
+            self._observe_time(exchange, exchange.forward_verdict)
 
-    async def _store(self, exchange: Exchange, answer: dict[str, Any], lookup: Lookup) -> int | None:
+    def _label_near_miss(self, exchange: Exchange, answer: dict[str, Any], lookup: Lookup) -> None:
+        """A candidate was found and not served: compare its answer with the fresh one, in the background."""
         if lookup.candidate_response is not None and lookup.decision is not None:
             self.labeler.shadow(exchange.request_id, exchange.dialect, answer, lookup.candidate_response)
+
+    async def _store(self, exchange: Exchange, answer: dict[str, Any], lookup: Lookup) -> int | None:
         vector: QueryVectors | None = lookup.vector
         try:
             return await run_in_threadpool(self.cache.store_answer, exchange.key, answer, vector,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,7 +28,7 @@ class Labeler:
         """Compare two answers' texts and store the label, in a worker thread (it embeds the two answers)."""
         agreement = compare_answers(fresh, cached, self.rt.embedder, self.rt.settings.answer_same_similarity)
         try:
-            self.rt.decisions.label(Label(request_id, source, agreement.same, time.time(), agreement.detail))
+            self.rt.decisions.label(Label(request_id, source, agreement.same, self.rt.clock(), agreement.detail))
         except StoreUnavailable as exc:
             log.warning("%s label lost: %s", source.value, exc)
 

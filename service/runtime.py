@@ -1,5 +1,5 @@
-"""Everything a running gateway owns, built from `Settings`, and its background loop (replica catch-up,
-eviction, decision-log writes, per-namespace thresholds, label counts)."""
+"""Everything a running gateway owns, built from `Settings` or passed in as `Parts`, and its background loop
+(replica catch-up, eviction, decision-log writes, per-namespace thresholds, label counts)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,17 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
 from index.cache import Cache, CacheConfig
 from index.decision_log import DecisionLog, DecisionRecord
-from index.embedder import MiniLMEmbedder
+from index.embedder import Embedder, MiniLMEmbedder
 from index.errors import StoreUnavailable
 from index.exact import ExactCache, LruExactCache, RedisExactCache
 from index.hnsw import SemanticIndex
@@ -42,6 +43,25 @@ def build_upstream(settings: Settings, base_url: str, transport: httpx.AsyncBase
     return Upstream(base_url, timeout, limits, transport)
 
 
+@dataclass(frozen=True)
+class Parts:
+    """What a `Runtime` is made of. Each part left None is built from `Settings`; tests and benchmarks pass
+    their own (the lexical embedder, an httpx `MockTransport` upstream, a fixed clock, a temporary store)."""
+
+    embedder: Embedder | None = None
+    # The upstream's transport (httpx's I/O seam); None = real HTTP to `settings.upstream_url`.
+    transport: httpx.AsyncBaseTransport | None = None
+    # SQL engine of the entry store and decision log; None = `make_engine(settings.sql_url)`.
+    engine: Engine | None = None
+    exact: ExactCache | None = None
+    # Wall-clock seconds (entry ages, TTLs, decision and label times).
+    clock: Callable[[], float] = time.time
+
+
+def build_exact(settings: Settings) -> ExactCache:
+    return RedisExactCache(settings.redis_url) if settings.redis_url else LruExactCache(settings.exact_max_items)
+
+
 @dataclass
 class Thresholds:
     """Per-namespace thresholds applied with `eval sweep --traffic --apply`; "*" is the deployment default."""
@@ -61,23 +81,25 @@ class Thresholds:
 class Runtime:
     """Built once in the app's lifespan; `close()` releases it."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, parts: Parts | None = None) -> None:
+        parts = parts or Parts()
         self.settings = settings
+        self.clock = parts.clock
         self.metrics = Metrics()
-        exact: ExactCache = (RedisExactCache(settings.redis_url) if settings.redis_url
-                             else LruExactCache(settings.exact_max_items))
-        engine = make_engine(settings.sql_url)
-        store = EntryStore(engine)
-        self.embedder = MiniLMEmbedder(threads=settings.embed_threads or None)
-        self.policy = policy = build_policy(settings)
-        config = CacheConfig(policy, settings.ttl_seconds, settings.candidates, settings.decision_log_floor)
-        self.cache = Cache(exact, store, SemanticIndex(self.embedder.dim), self.embedder, config,
-                           build_stages(policy))
-        self.maintainer = Maintainer(self.cache, settings.max_entries)
-        self.decisions = DecisionLog(engine)
-        self.thresholds = Thresholds(policy)
-        self.upstream = build_upstream(settings, settings.upstream_url)
-        self.anthropic_upstream = build_upstream(settings, settings.anthropic_upstream_url)
+        self.engine = parts.engine or make_engine(settings.sql_url)
+        self.store = EntryStore(self.engine)
+        self.embedder = parts.embedder or MiniLMEmbedder(threads=settings.embed_threads or None)
+        self.index = SemanticIndex(self.embedder.dim)
+        self.policy = build_policy(settings)
+        config = CacheConfig(self.policy, settings.ttl_seconds, settings.candidates, settings.decision_log_floor)
+        self.stages = build_stages(self.policy)
+        self.cache = Cache(parts.exact or build_exact(settings), self.store, self.index, self.embedder, config,
+                           self.stages, clock=self.clock)
+        self.maintainer = Maintainer(self.cache, settings.max_entries, clock=self.clock)
+        self.decisions = DecisionLog(self.engine)
+        self.thresholds = Thresholds(self.policy)
+        self.upstream = build_upstream(settings, settings.upstream_url, parts.transport)
+        self.anthropic_upstream = build_upstream(settings, settings.anthropic_upstream_url, parts.transport)
         self.secret = settings.secret_bytes()
         self.credentials = credential_policy(settings)
         self._pending: list[DecisionRecord] = []
@@ -92,7 +114,7 @@ class Runtime:
 
     def start(self) -> None:
         try:
-            self.cache.store.create_schema()
+            self.store.create_schema()
             added = self.maintainer.start()
             self._started = True
             log.info("index warmed with %d entries", added)
@@ -129,7 +151,22 @@ class Runtime:
             self.metrics.evictions.inc(self.maintainer.evict())
             self._label_metrics()
         self.thresholds.by_namespace = self.decisions.thresholds()
-        self.metrics.indexed.set(len(self.cache.index))
+        self.metrics.indexed.set(len(self.index))
+
+    def stats(self) -> dict[str, Any]:
+        """What `/deja/stats` shows, in a worker thread (it counts entries and labels in SQL)."""
+        try:
+            entries = self.store.count()
+            labels = self.decisions.label_counts()
+        except StoreUnavailable:
+            entries, labels = -1, {}
+        by_namespace = self.thresholds.by_namespace.items()
+        return {
+            "entries": entries, "indexed": len(self.index), "evictions": self.maintainer.evictions,
+            "min_similarity": self.thresholds.default,
+            "thresholds": {ns: {"min_similarity": v, "labels": n} for ns, (v, n) in by_namespace},
+            "stages": [s.name for s in self.stages], "labels": labels,
+        }
 
     def _label_metrics(self) -> None:
         counts = self.decisions.label_counts()
@@ -142,7 +179,7 @@ class Runtime:
                 wrong += tally["wrong"]
         self.metrics.false_hit_rate.set(wrong / judged if judged else 0.0)
         with contextlib.suppress(StoreUnavailable):
-            self.metrics.entries.set(self.cache.store.count())
+            self.metrics.entries.set(self.store.count())
 
     async def _loop(self) -> None:
         last_evict = 0.0
@@ -166,4 +203,4 @@ class Runtime:
         await run_in_threadpool(self.flush_decisions)
         await self.upstream.aclose()
         await self.anthropic_upstream.aclose()
-        self.cache.store.engine.dispose()
+        self.engine.dispose()

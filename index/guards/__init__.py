@@ -6,11 +6,11 @@ hand-written reversals, units and named-thing categories), so one instance can s
 
 from __future__ import annotations
 
-from index.guards.polarity import PolarityStage
-from index.guards.values import ValueStage
+from index.guards.polarity import PolarityFindings, PolarityStage
+from index.guards.values import ValueFindings, ValueStage
 from index.stages import Stage
 
-__all__ = ["PolarityStage", "ValueStage", "rule_stages"]
+__all__ = ["PolarityFindings", "PolarityStage", "ValueFindings", "ValueStage", "rule_stages"]
 
 
 def rule_stages(polarity: bool, values: bool) -> tuple[Stage, ...]:

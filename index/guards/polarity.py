@@ -35,6 +35,25 @@ _DEGREE_WORDS = frozenset({"more", "less", "most", "least", "fewer", "fewest"})
 
 
 @dataclass(frozen=True)
+class PolarityFindings:
+    """Polarity differences of a pair: opposite word pairs left (`flips`) and cancelled (double flips),
+    unmatched negations (`extra_negations`), negation cues on both sides, and the verdict's reason."""
+
+    flips: int
+    cancelled: int
+    extra_negations: int
+    negations: int
+    reason: str
+
+    @property
+    def passed(self) -> bool:
+        return self.flips == 0 and self.extra_negations == 0
+
+    def result(self, stage: str) -> StageResult:
+        return StageResult(stage, passed=self.passed, reason=self.reason)
+
+
+@dataclass(frozen=True)
 class _Parsed:
     tokens: tuple[str, ...]
     stems: tuple[str, ...]
@@ -111,11 +130,16 @@ class PolarityStage:
         self._parse = lru_cache(maxsize=cache_size)(self._uncached_parse)
 
     def check(self, query: str, cached: str) -> StageResult:
+        return self.findings(query, cached).result(self.name)
+
+    def findings(self, query: str, cached: str) -> PolarityFindings:
+        """What differs in polarity between the prompts (the judge reads the counts; `check` the verdict)."""
         q, c = self._parse(query), self._parse(cached)
         flips = self._flips(q, c)
         extra = len(q.negations) - len(c.negations)
+        negations = len(q.negations) + len(c.negations)
         if not flips and extra == 0:
-            return StageResult(self.name, passed=True, reason="same polarity")
+            return PolarityFindings(0, 0, 0, negations, "same polarity")
         cancelled = _stacked_degree(flips)
         flips = [f for f in flips if f not in cancelled]
         if len(flips) == 1 and abs(extra) == 1 and self._cancels(q, c, flips[0], extra):
@@ -127,13 +151,14 @@ class PolarityStage:
             note = ""
         if flips:
             flip = flips[0]
-            return StageResult(self.name, passed=False, reason=f"antonym: {flip.q_word}/{flip.c_word}")
-        if extra:
+            reason = f"antonym: {flip.q_word}/{flip.c_word}"
+        elif extra:
             side, other, where = (q, c, "query") if extra > 0 else (c, q, "cached")
-            cue = self._extra_cue(side, other)
-            return StageResult(self.name, passed=False, reason=f"negation: '{cue}' only in {where}")
-        pairs = ", ".join(f"{f.q_word}/{f.c_word}" for f in cancelled)
-        return StageResult(self.name, passed=True, reason=f"double flip cancels: {note}{pairs}")
+            reason = f"negation: '{self._extra_cue(side, other)}' only in {where}"
+        else:
+            pairs = ", ".join(f"{f.q_word}/{f.c_word}" for f in cancelled)
+            reason = f"double flip cancels: {note}{pairs}"
+        return PolarityFindings(len(flips), len(cancelled), abs(extra), negations, reason)
 
     def _uncached_parse(self, text: str) -> _Parsed:
         tokens = words(text)

@@ -23,6 +23,24 @@ _ROLE_GROUP = {"number": "amount", "ordinal": "amount", "time": "amount", "date"
 
 
 @dataclass(frozen=True)
+class ValueFindings:
+    """Value differences of a pair: unmatched strong values (of which `numeric`: numbers, ordinals, times,
+    dates, units), unmatched weak ones, a role swap, a swapped unknown term, values seen on both sides."""
+
+    strong: int
+    numeric: int
+    weak: int
+    role_swap: bool
+    term_swap: bool
+    values: int
+    reason: str
+    passed: bool
+
+    def result(self, stage: str) -> StageResult:
+        return StageResult(stage, passed=self.passed, reason=self.reason)
+
+
+@dataclass(frozen=True)
 class _Side:
     values: tuple[Value, ...]
     # lowercase surface words, used to forgive a value the other prompt spells without its cue
@@ -64,17 +82,27 @@ class ValueStage:
         self._side = lru_cache(maxsize=cache_size)(self._uncached_side)
 
     def check(self, query: str, cached: str) -> StageResult:
+        return self.findings(query, cached).result(self.name)
+
+    def findings(self, query: str, cached: str) -> ValueFindings:
+        """The value slots that differ between the prompts (the judge reads the counts; `check` the verdict)."""
         q, c = self._side(query), self._side(cached)
         only_q, only_c = _loosely_paired(_unmatched(q, c), _unmatched(c, q))
-        reason = (
-            _strong_difference(only_q, only_c)
-            or _weak_difference(only_q, only_c)
-            or _role_swap(q, c)
-            or self._terms.difference(q.tokens, c.tokens)
+        strong = [v for v in (*only_q, *only_c) if v.strong]
+        weak = [v for v in (*only_q, *only_c) if not v.strong]
+        role = _role_swap(q, c)
+        term = self._terms.difference(q.tokens, c.tokens)
+        reason = _strong_difference(only_q, only_c) or _weak_difference(only_q, only_c) or role or term
+        return ValueFindings(
+            strong=len(strong),
+            numeric=sum(1 for v in strong if v.family in _ROLE_GROUP),
+            weak=len(weak),
+            role_swap=bool(role),
+            term_swap=bool(term),
+            values=len(q.values) + len(c.values),
+            reason=reason or f"{len(q.values)} values match",
+            passed=not reason,
         )
-        if reason:
-            return StageResult(self.name, passed=False, reason=reason)
-        return StageResult(self.name, passed=True, reason=f"{len(q.values)} values match")
 
     def _uncached_side(self, text: str) -> _Side:
         analysis = self._extractor.analyze(text)

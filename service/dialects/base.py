@@ -56,8 +56,9 @@ class Dialect(Protocol):
 
     def accumulator(self) -> Accumulator: ...
 
-    def serve(self, cached: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The stored answer as this request's answer (ids, echoed fields), or None when it cannot stand in."""
+    def serve(self, cached: Mapping[str, Any], body: Mapping[str, Any], now: float) -> dict[str, Any] | None:
+        """The stored answer as this request's answer at `now` (ids, timestamps, echoed fields), or None when it
+        cannot stand in."""
         ...
 
     def replay(self, answer: Mapping[str, Any], body: Mapping[str, Any]) -> Iterator[bytes]:
@@ -66,8 +67,8 @@ class Dialect(Protocol):
 
     def error_body(self, status: int, kind: str, message: str, param: str | None = None) -> dict[str, Any]: ...
 
-    def stream_error(self, message: str) -> bytes:
-        """An in-band error event for a stream cut after its headers were sent."""
+    def stream_error(self, message: str, kind: str) -> bytes:
+        """An in-band error event for a stream cut after its headers were sent (`kind` as in `service.errors`)."""
         ...
 
     def answer_text(self, answer: Mapping[str, Any] | None) -> str:

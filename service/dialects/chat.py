@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from index.keys import CanonicalRequest, chat_request
-from service.dialects.base import Accumulator, UpstreamName, sse
+from service.dialects.base import Accumulator, UpstreamName
 from service.errors import error_body
 from service.labels import answer_text
 from service.requests import parse_chat_body
@@ -64,8 +63,8 @@ class ChatDialect:
     def accumulator(self) -> Accumulator:
         return ChatAccumulator()
 
-    def serve(self, cached: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any] | None:
-        return {**cached, "id": f"chatcmpl-deja-{uuid.uuid4().hex[:24]}", "created": int(time.time())}
+    def serve(self, cached: Mapping[str, Any], body: Mapping[str, Any], now: float) -> dict[str, Any] | None:
+        return {**cached, "id": f"chatcmpl-deja-{uuid.uuid4().hex[:24]}", "created": int(now)}
 
     def replay(self, answer: Mapping[str, Any], body: Mapping[str, Any]) -> Iterator[bytes]:
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -74,8 +73,8 @@ class ChatDialect:
     def error_body(self, status: int, kind: str, message: str, param: str | None = None) -> dict[str, Any]:
         return openai_error(message, kind, param)
 
-    def stream_error(self, message: str) -> bytes:
-        return sse(openai_error(message, "upstream_error"))
+    def stream_error(self, message: str, kind: str) -> bytes:
+        return b"data: " + json.dumps(openai_error(message, kind)).encode() + b"\n\n"
 
     def answer_text(self, answer: Mapping[str, Any] | None) -> str:
         return answer_text(dict(answer) if answer else None)

@@ -98,7 +98,7 @@ class MessagesDialect:
     def accumulator(self) -> Accumulator:
         return MessageAccumulator()
 
-    def serve(self, cached: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any] | None:
+    def serve(self, cached: Mapping[str, Any], body: Mapping[str, Any], now: float) -> dict[str, Any] | None:
         # Nothing refers to a message id later: each answer gets its own, as upstream would give.
         return {**cached, "id": f"msg_deja_{uuid.uuid4().hex[:24]}"}
 
@@ -108,8 +108,9 @@ class MessagesDialect:
     def error_body(self, status: int, kind: str, message: str, param: str | None = None) -> dict[str, Any]:
         return {"type": "error", "error": {"type": _ERROR_TYPES.get(status, "api_error"), "message": message}}
 
-    def stream_error(self, message: str) -> bytes:
-        return sse({"type": "error", "error": {"type": "api_error", "message": message}}, "error")
+    def stream_error(self, message: str, kind: str) -> bytes:
+        error_type = "timeout_error" if kind == "upstream_timeout" else "api_error"
+        return sse({"type": "error", "error": {"type": error_type, "message": message}}, "error")
 
     def answer_text(self, answer: Mapping[str, Any] | None) -> str:
         parts = []

@@ -107,7 +107,7 @@ class ResponsesDialect:
     def accumulator(self) -> Accumulator:
         return ResponseAccumulator()
 
-    def serve(self, cached: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any] | None:
+    def serve(self, cached: Mapping[str, Any], body: Mapping[str, Any], now: float) -> dict[str, Any] | None:
         if body.get("store") is not False and cached.get("store") is False:
             return None  # its id was never kept upstream: a caller that wants a stored response must go there
         answer = dict(cached)
@@ -122,8 +122,8 @@ class ResponsesDialect:
     def error_body(self, status: int, kind: str, message: str, param: str | None = None) -> dict[str, Any]:
         return openai_error(message, kind, param)
 
-    def stream_error(self, message: str) -> bytes:
-        return sse({"type": "error", "code": "upstream_error", "message": message, "param": None}, "error")
+    def stream_error(self, message: str, kind: str) -> bytes:
+        return sse({"type": "error", "code": kind, "message": message, "param": None}, "error")
 
     def answer_text(self, answer: Mapping[str, Any] | None) -> str:
         parts = []

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.services import GatewayProcess, PgDatabase
-from tests.support.stub_upstream import StubUpstream
+from support.services import GatewayProcess, PgDatabase
+from support.stub_upstream import StubUpstream
 
 pytestmark = pytest.mark.integration
 

@@ -12,20 +12,12 @@ import pytest
 from typer.testing import CliRunner
 
 from eval.cli import app
-from index.stages import Stage, StageResult
+from index.stages import Stage
+from support.fakes import WordVeto
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PAIRS = str(FIXTURES / "pairs.jsonl")
 FAST = ["--embedder", "hash", "--threshold", "0.5:0.9:0.1"]
-
-
-class WordVeto:
-    def __init__(self, name: str, word: str) -> None:
-        self.name = name
-        self.word = word
-
-    def check(self, query: str, cached: str) -> StageResult:
-        return StageResult(self.name, (self.word in query.split()) == (self.word in cached.split()))
 
 
 @pytest.fixture

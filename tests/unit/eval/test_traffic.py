@@ -22,8 +22,8 @@ from eval.traffic import ALL_NAMESPACES, SAME_ANSWER_KIND, decision_log, scored_
 from index.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
 from index.rule import Reason
 from index.schema import metadata
-from index.stages import StageResult
 from index.store import make_engine
+from support.fakes import WordVeto
 
 PAIRS = str(Path(__file__).parent / "fixtures" / "pairs.jsonl")
 THRESHOLDS = "0.8,0.9,0.95"
@@ -38,15 +38,6 @@ DECISIONS = [  # request id, namespace, similarity, [(source, correct), ...]
     ("B1", "ns-b", 0.91, [(LabelSource.FEEDBACK, True)]),
     ("B2", "ns-b", 0.82, [(LabelSource.SHADOW, False)]),
 ]
-
-
-class WordVeto:
-    def __init__(self, name: str, word: str) -> None:
-        self.name = name
-        self.word = word
-
-    def check(self, query: str, cached: str) -> StageResult:
-        return StageResult(self.name, (self.word in query.split()) == (self.word in cached.split()))
 
 
 def _record(request_id: str, namespace: str, similarity: float, prompt: str | None = None,

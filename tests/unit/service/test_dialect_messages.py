@@ -13,7 +13,7 @@ import pytest
 from index.keys import LookupMode, build_key, key_for
 from service.dialects import MESSAGES
 from service.errors import BadRequest
-from tests.support.stub_dialects import MessagesApi
+from support.stub_dialects import MessagesApi
 
 BODY: dict[str, Any] = {"model": "claude-x", "max_tokens": 256, "system": "You are terse.",
                         "messages": [{"role": "user", "content": "How do I reset my password?"}]}
@@ -149,7 +149,7 @@ def _sdk(handler: Any) -> anthropic.Anthropic:
 
 
 def test_replay_is_parsed_by_the_official_sdk_into_the_stored_message() -> None:
-    served = MESSAGES.serve(RICH, BODY)
+    served = MESSAGES.serve(RICH, BODY, 0.0)
     assert served is not None
 
     def handler(request: httpx2.Request) -> httpx2.Response:
@@ -171,7 +171,7 @@ def test_replay_round_trips_through_the_accumulator() -> None:
 
 
 def test_hit_gets_its_own_id() -> None:
-    one, two = MESSAGES.serve(RICH, BODY), MESSAGES.serve(RICH, BODY)
+    one, two = MESSAGES.serve(RICH, BODY, 0.0), MESSAGES.serve(RICH, BODY, 0.0)
     assert one is not None and two is not None
     assert one["id"] != two["id"] and one["id"].startswith("msg_deja_") and one["content"] == RICH["content"]
 

@@ -13,7 +13,7 @@ import pytest
 from index.keys import LookupMode, build_key, key_for
 from service.dialects import RESPONSES
 from service.errors import BadRequest
-from tests.support.stub_dialects import ResponsesApi
+from support.stub_dialects import ResponsesApi
 
 BODY: dict[str, Any] = {"model": "gpt-5", "instructions": "Be terse.", "input": "How do I reset my password?"}
 
@@ -155,16 +155,16 @@ def test_replay_round_trips_through_the_accumulator() -> None:
 
 
 def test_hit_keeps_the_upstream_id_and_echoes_this_requests_metadata() -> None:
-    served = RESPONSES.serve(RICH, {**BODY, "metadata": {"run": "2"}})
+    served = RESPONSES.serve(RICH, {**BODY, "metadata": {"run": "2"}}, 0.0)
     assert served is not None and served["id"] == "resp_1" and served["metadata"] == {"run": "2"}
-    assert RESPONSES.serve(RICH, BODY) == {**RICH, "metadata": {}}
+    assert RESPONSES.serve(RICH, BODY, 0.0) == {**RICH, "metadata": {}}
 
 
 def test_unstored_response_does_not_stand_in_for_a_request_that_wants_it_stored() -> None:
     unstored = {**RICH, "store": False}
-    assert RESPONSES.serve(unstored, BODY) is None
-    assert RESPONSES.serve(unstored, {**BODY, "store": False}) is not None
-    assert RESPONSES.serve(RICH, {**BODY, "store": False}) is not None
+    assert RESPONSES.serve(unstored, BODY, 0.0) is None
+    assert RESPONSES.serve(unstored, {**BODY, "store": False}, 0.0) is not None
+    assert RESPONSES.serve(RICH, {**BODY, "store": False}, 0.0) is not None
 
 
 def test_audit_does_not_leave_a_stored_response_upstream() -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.support.stub_dialects import ChatApi, MessagesApi, ResponsesApi, StubApi
+from support.stub_dialects import CUT_AFTER, ChatApi, MessagesApi, ResponsesApi, StubApi
 
 # Words for intent answers: common, unrelated, so two intents' answers share little meaning.
 ANSWER_WORDS = (
@@ -135,7 +135,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         for i, event in enumerate(events):
-            if cut and i == 3:
+            if cut and i == CUT_AFTER:
                 self.wfile.flush()
                 self.connection.shutdown(2)  # drop the connection mid-stream, no terminating chunk
                 self.close_connection = True

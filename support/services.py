@@ -16,7 +16,7 @@ import httpx
 import psycopg2
 
 PG_ADMIN_DSN = "host=127.0.0.1 port=5432 user=postgres dbname=test"
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:

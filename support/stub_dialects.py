@@ -8,6 +8,9 @@ import json
 from typing import Any, Protocol
 
 SSE = bytes
+DONE = b"data: [DONE]\n\n"
+# The event after which a "cut" stream breaks off.
+CUT_AFTER = 3
 
 
 def _event(data: dict[str, Any], name: str | None = None) -> SSE:
@@ -35,6 +38,32 @@ class StubApi(Protocol):
     def error(self, status: int, message: str) -> dict[str, Any]: ...
 
 
+def answer_for(body: dict[str, Any], n: int) -> str:
+    return f"answer {n} to: {body['messages'][-1].get('content')}"
+
+
+def completion(body: dict[str, Any], text: str, n: int, finish: str = "stop") -> dict[str, Any]:
+    """A `chat.completion` answering `body` with `text` (the `n`-th call)."""
+    return {
+        "id": f"chatcmpl-stub-{n}", "object": "chat.completion", "created": 1700000000, "model": body["model"],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish,
+                     "logprobs": None}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+def stream_events(body: dict[str, Any], text: str, n: int, finish: str = "stop") -> list[SSE]:
+    """The SSE events of a streamed answer `text`, word by word, without the final `data: [DONE]`."""
+    head = {"id": f"chatcmpl-stub-{n}", "object": "chat.completion.chunk", "created": 1700000000,
+            "model": body["model"]}
+    events = [{**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                    "finish_reason": None}]}]
+    events += [{**head, "choices": [{"index": 0, "delta": {"content": (" " if i else "") + w},
+                                     "finish_reason": None}]} for i, w in enumerate(text.split(" "))]
+    events.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    return [_event(event) for event in events]
+
+
 class ChatApi:
     path = "/v1/chat/completions"
 
@@ -42,23 +71,10 @@ class ChatApi:
         return str(body["messages"][-1].get("content"))
 
     def answer(self, body: dict[str, Any], n: int, text: str, outcome: str) -> dict[str, Any]:
-        return {
-            "id": f"chatcmpl-stub-{n}", "object": "chat.completion", "created": 1700000000, "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": "content_filter" if outcome == "unfinished" else "stop", "logprobs": None}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }
+        return completion(body, text, n, "content_filter" if outcome == "unfinished" else "stop")
 
     def events(self, body: dict[str, Any], n: int, text: str, outcome: str) -> list[SSE]:
-        head = {"id": f"chatcmpl-stub-{n}", "object": "chat.completion.chunk", "created": 1700000000,
-                "model": body["model"]}
-        events = [{**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                        "finish_reason": None}]}]
-        events += [{**head, "choices": [{"index": 0, "delta": {"content": (" " if i else "") + w},
-                                         "finish_reason": None}]} for i, w in enumerate(text.split(" "))]
-        finish = "content_filter" if outcome == "unfinished" else "stop"
-        events.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
-        return [_event(e) for e in events] + [b"data: [DONE]\n\n"]
+        return [*stream_events(body, text, n, "content_filter" if outcome == "unfinished" else "stop"), DONE]
 
     def error(self, status: int, message: str) -> dict[str, Any]:
         return {"error": {"message": message, "type": "server_error"}}
