@@ -30,6 +30,7 @@ from index.settings import Settings
 from index.stages import Stage, build_stages, parse_stage_names
 
 if TYPE_CHECKING:
+    from eval.learn import LearnConfig
     from eval.sweep import SweepConfig, SweepReport
     from eval.tables import TableData
     from eval.traffic import TrafficReport
@@ -309,7 +310,12 @@ def replay(
         "threshold, error bound delta = --budget).")] = ReplayDecision.THRESHOLD,
     budget: Annotated[str, typer.Option(
         help="--decision vcache: the error bounds delta to replay at, e.g. 0.02 or 0.01,0.02,0.05.")] = "0.02",
-    seed: Annotated[int, typer.Option(help="--decision vcache: seed of its random exploration.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of random exploration and audits (vcache, --learn).")] = 0,
+    learn: Annotated[float | None, typer.Option(
+        "--learn", help="Simulate a deployment that learns: the first FRACTION of the trace is served by the "
+        "shipped judge and labelled only as a gateway would (exploration at DEJA_EXPLORE_RATE, shadows of "
+        "near-misses, audits at DEJA_AUDIT_RATE), then the judge is refitted and serves the rest. The budget is "
+        "the first --budget.", metavar="FRACTION")] = None,
     stages: StagesOption = None,
     as_json: JsonOption = False,
     embedder: EmbedderOption = EmbedderName.MINILM,
@@ -321,6 +327,11 @@ def replay(
     from eval.tables import replay_summary, replay_table
 
     name, requests = _trace(stream, clusters, part)
+    if learn is not None:
+        _check_fraction(learn, "--learn")
+        _print_learn(name, requests, make_embedder(embedder), _learn_config(learn, _budgets(budget)[0], seed),
+                     as_json)
+        return
     if decision is ReplayDecision.VCACHE:
         deltas = _budgets(budget)
         model = make_embedder(embedder)
@@ -349,6 +360,44 @@ def _budgets(spec: str) -> tuple[float, ...]:
     for value in values:
         _check_fraction(value, "--budget")
     return values
+
+
+def _learn_config(fraction: float, budget: float, seed: int) -> LearnConfig:
+    from eval.learn import LearnConfig
+    from index.explore import Exploration
+
+    settings = _settings()
+    return LearnConfig(fraction, budget, Exploration(settings.explore_rate), settings.audit_rate,
+                       settings.decision_log_floor, seed=seed)
+
+
+def _print_learn(name: str, requests: Sequence[StreamRequest], model: Embedder, config: LearnConfig,
+                 as_json: bool) -> None:
+    from eval.embedding import MemoEmbedder, embed_unique, unique_texts
+    from eval.learn import run_learn
+    from eval.report import to_json
+    from eval.tables import learn_table
+    from index.judge import JudgeModelError, load_judge
+
+    try:
+        prior = load_judge()
+    except JudgeModelError as exc:
+        _fail(str(exc))
+    with _progress("embedding", len(unique_texts(r.prompt for r in requests))) as advance:
+        memo = MemoEmbedder(model, embed_unique(model, (r.prompt for r in requests), progress=advance))
+    report = run_learn(name, requests, memo, prior, config)
+    if as_json:
+        typer.echo(to_json(report))
+        return
+    console = _out()
+    console.print(f"{name}: {len(requests)} requests · learn from the first {config.fraction:.0%} · budget "
+                  f"{config.max_false_hit_rate:g} · {report.refit} ({_label_counts(report.labels)}, "
+                  f"{report.labels_same} same)", markup=False)
+    _print_table(console, learn_table(report))
+
+
+def _label_counts(labels: dict[str, int]) -> str:
+    return ", ".join(f"{n} {source}" for source, n in labels.items()) or "no labels"
 
 
 def _print_vcache(

@@ -11,6 +11,7 @@ from eval.replay import ReplayReport, ReplayRow
 from eval.sweep import StageVetoes, Sweep, SweepPoint, SweepReport, ThresholdChoice
 
 if TYPE_CHECKING:
+    from eval.learn import LearnReport
     from eval.vcache import VCacheRow
 
 
@@ -154,6 +155,14 @@ def vcache_table(rows: Sequence[VCacheRow]) -> TableData:
                    pct(rate(row.exact_hits, row.requests)), pct(rate(row.semantic_hits, row.requests)),
                    pct(row.explored_rate), pct(row.oracle_rate)) for row in rows)
     return TableData("vCache replay (rates are % of all requests, except wrong ÷ served)", headers, cells)
+
+
+def learn_table(report: LearnReport) -> TableData:
+    headers = ("part", "requests", "served", "correct", "wrong\n÷ served", "explored", "judge")
+    cells = tuple((label, str(part.requests), pct(part.served), pct(part.correct), pct(part.wrong_over_served),
+                   pct(part.explored), part.judge_version)
+                  for label, part in (("before the refit", report.before), ("after the refit", report.learned)))
+    return TableData("learning replay (rates are % of the part's requests, except wrong ÷ served)", headers, cells)
 
 
 def sweep_tables(report: SweepReport) -> tuple[TableData, ...]:

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from index.conversation import context_stages
-from index.embedder import Embedder
-from index.errors import StoreUnavailable
+from index.embedder import Embedder, combine
+from index.errors import Overloaded, StoreUnavailable
 from index.exact import ExactCache
 from index.hnsw import SemanticIndex
 from index.keys import CacheKey, LookupMode
@@ -66,14 +66,19 @@ class Cache:
         pending: list[IndexedVector] = []
         added = 0
         for item in self.store.vectors(after_id=self.index.max_id()):
-            if (item.expires_at is None or item.expires_at > now) and item.vector.shape[0] == self.index.dim:
+            if (item.expires_at is None or item.expires_at > now) and self._indexable(item):
                 pending.append(item)
             if len(pending) >= batch:
                 added += self.add_bulk(pending)
                 pending = []
         return added + self.add_bulk(pending)
 
+    def _indexable(self, item: IndexedVector) -> bool:
+        """Only vectors of the serving embedder enter the index: two models' vectors are never compared."""
+        return item.embedding_model == self.embedder.model_id and item.vector.shape[0] == self.index.dim
+
     def add_bulk(self, items: Sequence[IndexedVector]) -> int:
+        items = [item for item in items if self._indexable(item)]
         if items:
             self.index.add_many([i.entry_id for i in items], [i.scope for i in items],
                                 np.stack([i.vector for i in items]))
@@ -120,9 +125,7 @@ class Cache:
             prompt = self.embedder.embed([key.prompt])[0]
             return QueryVectors(prompt, prompt, None)
         prompt, context = self.embedder.embed([key.prompt, key.context_text or " "])
-        combined = prompt + context
-        combined = combined / max(float(np.linalg.norm(combined)), 1e-12)
-        return QueryVectors(combined.astype(np.float32), prompt, context)
+        return QueryVectors(combine(prompt, context), prompt, context)
 
     def _semantic(self, key: CacheKey, policy: MatchPolicy, timings: dict[str, float], degraded: list[str]) -> Lookup:
         t0 = time.perf_counter()
@@ -142,7 +145,7 @@ class Cache:
             except StoreUnavailable:
                 degraded.append("store")
                 break
-            if stored is None or self._expired(stored):
+            if stored is None or self._expired(stored) or self._foreign_parts(stored):
                 continue
             decision = decide(key.prompt, self._candidate(stored, neighbor.similarity, vectors), policy,
                               self.stages, key.context_text, self.context_stages)
@@ -160,6 +163,11 @@ class Cache:
                       decision.similarity, decision, stored.prompt, stored.entry_id, vectors, timings,
                       tuple(degraded), candidate_response=stored.response)
 
+    def _foreign_parts(self, stored: StoredEntry) -> bool:
+        """A conversation re-embedded for another model since it was indexed: its part vectors cannot be
+        compared with this model's (single-turn entries need only their prompt, so they keep serving)."""
+        return stored.context_vector is not None and stored.embedding_model != self.embedder.model_id
+
     @staticmethod
     def _candidate(stored: StoredEntry, similarity: float, query: QueryVectors) -> Candidate:
         """For conversations the index ranks by the combined vector; the rule compares the parts."""
@@ -175,7 +183,11 @@ class Cache:
             return None
         semantic = key.mode is LookupMode.FULL
         if semantic and vectors is None:
-            vectors = self.embed_request(key)
+            try:
+                vectors = self.embed_request(key)
+            except Overloaded as exc:  # a failed cache write never fails the response
+                log.warning("answer not cached, embedder overloaded: %s", exc)
+                return None
         now = self.clock()
         ttl = ttl_seconds if ttl_seconds is not None else self.config.ttl_seconds
         conversation = semantic and vectors is not None and vectors.context is not None
@@ -187,6 +199,7 @@ class Cache:
             prompt_vector=vectors.prompt if conversation and vectors else None,
             context_vector=vectors.context if conversation and vectors else None,
             context_text=key.context_text if conversation else None,
+            embedding_model=self.embedder.model_id if semantic else None,
         )
         try:
             entry_id = self.store.add(entry)

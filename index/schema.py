@@ -13,6 +13,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    func,
 )
 
 metadata = MetaData()
@@ -36,9 +37,15 @@ entries = Table(
     Column("expires_at", Float, nullable=True),
     Column("last_hit_at", Float, nullable=True),
     Column("hits", Integer, nullable=False, default=0),
+    # The embedder whose vectors this row holds (NULL: the bundled MiniLM on torch, rows older than 0003).
+    Column("embedding_model", String(200), nullable=True),
     Index("ix_deja_entries_context", "context_key"),
     Index("ix_deja_entries_namespace_model", "namespace", "model"),
+    Index("ix_deja_entries_created_at", "created_at"),
+    Index("ix_deja_entries_expires_at", "expires_at"),
 )
+# LRU eviction reads entries in this order (migration 0003).
+Index("ix_deja_entries_last_used", func.coalesce(entries.c.last_hit_at, entries.c.created_at), entries.c.id)
 
 tombstones = Table(
     "deja_tombstones",

@@ -10,6 +10,8 @@ from typing import Annotated
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from index.embedder import EmbedderBackend
+from index.explore import DEFAULT_EXPLORE_RATE
 from index.keys import ContextMatch
 from index.policy import DEFAULT_MIN_CONTEXT_SIMILARITY, DEFAULT_MIN_SIMILARITY
 
@@ -57,12 +59,28 @@ class Settings(BaseSettings):
     audit_rate: float = Field(0.01, ge=0.0, le=1.0, description="Share of semantic hits re-asked upstream")
     audit_concurrency: int = Field(4, ge=1, description="Background audits in flight at most")
     shadow_labels: bool = Field(True, description="Label near-misses by comparing the fresh answer")
+    explore_rate: float = Field(
+        DEFAULT_EXPLORE_RATE, ge=0.0, le=1.0,
+        description="Judge mode: would-be hits just above the bar go upstream to be labelled with probability "
+        "rate * (1 - p) / budget; 0 = never")
     answer_same_similarity: float = Field(0.95, ge=0, le=1, description="Answer similarity that counts as same")
     prices_per_1k_tokens: dict[str, float] = Field(
         default_factory=lambda: {"gpt-4o": 0.00625, "gpt-4o-mini": 0.000375, "gpt-4.1": 0.005,
                                  "gpt-4.1-mini": 0.001, "gpt-4.1-nano": 0.00025},
         description="USD per 1K tokens (blended) by model, for the cost-saved metric")
-    embed_threads: int = Field(0, ge=0, description="Torch threads for embedding; 0 = library default")
+    embedder: EmbedderBackend = Field(
+        EmbedderBackend.TORCH, description="Embedding backend: 'torch' (sentence-transformers) or 'onnx' (int8)")
+    embedding_model: Path | None = Field(
+        None, description="Folder of a sentence-transformers model (torch backend); empty = bundled MiniLM")
+    embed_threads: int = Field(
+        0, ge=0, description="Intra-op threads of the one embedding worker; 0 = the cores this process may use")
+    embed_max_batch: int = Field(64, ge=1, description="Texts embedded together at most")
+    embed_max_wait_ms: float = Field(
+        2.0, ge=0, description="Longest a request waits for company (only under concurrency; never alone)")
+    embed_queue_texts: int = Field(
+        1024, ge=1, description="Texts waiting to be embedded at most; beyond it requests get 503 + Retry-After")
+    snapshot_interval_seconds: float = Field(
+        600.0, ge=0, description="How often the HNSW index is saved to data_dir/snapshot (also at shutdown); 0 = never")
     log_level: str = Field("info", description="Log level")
 
     @field_validator("ttl_seconds", mode="before")

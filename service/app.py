@@ -43,7 +43,16 @@ def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
+        """Liveness: the process answers (the index may still be loading)."""
         return {"status": "ok"}
+
+    @app.get("/readyz")
+    async def readyz(request: Request) -> JSONResponse:
+        """Readiness: the semantic index is loaded (from a snapshot or rebuilt), so traffic may be sent."""
+        runtime: Runtime | None = getattr(request.app.state, "runtime", None)
+        if runtime is None or not runtime.ready.is_set():
+            return JSONResponse({"status": "loading"}, status_code=503)
+        return JSONResponse({"status": "ready", "indexed": len(runtime.cache.index)})
 
     @app.get("/metrics")
     async def metrics(metrics: MetricsDep) -> Response:

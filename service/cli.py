@@ -100,6 +100,33 @@ def db_current(database_url: Annotated[str | None, typer.Option(help="DEJA_DATAB
     typer.echo(f"database: {current_revision(_engine(database_url)) or 'none'}  build: {head_revision()}")
 
 
+@app.command()
+def reindex(
+    batch: Annotated[int, typer.Option(help="Prompts embedded per batch", min=1)] = 256,
+) -> None:
+    """Re-embed stored prompts with the embedder DEJA_EMBEDDER / DEJA_EMBEDDING_MODEL name, in place.
+
+    Replicas on the old model keep serving meanwhile; restart them with the new settings to switch (their
+    snapshots, made for the old model, are then ignored and the index is rebuilt from the new vectors).
+    Run it again after the switch to convert entries the old replicas wrote in between.
+    """
+    from index.embedder import make_embedder
+    from index.errors import StoreUnavailable
+    from index.reindex import reindex as run_reindex
+    from index.store import EntryStore, make_engine
+    from service.settings import Settings
+
+    settings = Settings()  # type: ignore[call-arg]
+    embedder = make_embedder(settings.embedder, settings.embedding_model, settings.embed_threads or None)
+    store = EntryStore(make_engine(settings.sql_url))
+    try:
+        done = run_reindex(store, embedder, batch, progress=lambda n: typer.echo(f"{n} re-embedded", err=True))
+    except StoreUnavailable as exc:
+        typer.echo(f"deja: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"{done} entries re-embedded for {embedder.model_id}")
+
+
 def _mount_eval() -> None:
     try:
         from eval.cli import app as eval_app

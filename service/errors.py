@@ -9,7 +9,7 @@ from collections.abc import Callable
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from index.errors import DejaError, StoreUnavailable
+from index.errors import DejaError, Overloaded, StoreUnavailable
 
 
 class HttpError(DejaError):
@@ -68,6 +68,9 @@ def to_response(exc: DejaError, shape: ErrorShape = openai_shape) -> JSONRespons
     if isinstance(exc, HttpError):
         param = exc.param if isinstance(exc, BadRequest) else None
         return JSONResponse(shape(exc.status, exc.kind, str(exc), param), status_code=exc.status)
+    if isinstance(exc, Overloaded):  # answered like an overloaded upstream: the client retries later
+        return JSONResponse(shape(503, "server_overloaded", str(exc), None), status_code=503,
+                            headers={"Retry-After": str(exc.retry_after_seconds)})
     if isinstance(exc, StoreUnavailable):
         return JSONResponse(shape(503, "service_unavailable", str(exc), None), status_code=503)
     return JSONResponse(shape(500, "server_error", str(exc), None), status_code=500)

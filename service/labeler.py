@@ -11,7 +11,7 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 
 from index.decision_log import Label, LabelSource
-from index.errors import StoreUnavailable
+from index.errors import Overloaded, StoreUnavailable
 from service.dialects import Dialect
 from service.errors import UpstreamError
 from service.labels import compare_answers
@@ -26,7 +26,12 @@ class Labeler:
 
     def _record(self, request_id: str, source: LabelSource, fresh: str, cached: str) -> None:
         """Compare two answers' texts and store the label, in a worker thread (it embeds the two answers)."""
-        agreement = compare_answers(fresh, cached, self.rt.embedder, self.rt.settings.answer_same_similarity)
+        try:
+            agreement = compare_answers(fresh, cached, self.rt.background_embedder,
+                                        self.rt.settings.answer_same_similarity)
+        except Overloaded as exc:  # the background lane is full: this label is skipped, requests come first
+            log.info("%s label skipped: %s", source.value, exc)
+            return
         try:
             self.rt.decisions.label(Label(request_id, source, agreement.same, self.rt.clock(), agreement.detail))
         except StoreUnavailable as exc:

@@ -16,14 +16,16 @@ import httpx
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
+from index.batching import BatchingConfig, BatchingEmbedder, Lane, available_cores
 from index.cache import Cache, CacheConfig
 from index.decision_log import DecisionLog, DecisionRecord
-from index.embedder import Embedder, MiniLMEmbedder
+from index.embedder import Embedder, make_embedder
 from index.errors import StoreUnavailable
 from index.exact import ExactCache, LruExactCache, RedisExactCache
 from index.hnsw import SemanticIndex
 from index.maintenance import Maintainer
 from index.policy import MatchPolicy, build_policy
+from index.snapshot import SnapshotDir
 from index.stages import build_stages
 from index.store import EntryStore, make_engine
 from service.credentials import credential_policy
@@ -58,6 +60,18 @@ class Parts:
     clock: Callable[[], float] = time.time
 
 
+def build_embedder(settings: Settings, model: Embedder | None = None) -> BatchingEmbedder:
+    """The model (built from settings unless given) behind one batching worker. The worker is the only thread
+    that embeds, so it gets every core this process may use (`DEJA_EMBED_THREADS` caps it when the cores are
+    shared with other busy processes)."""
+    threads = settings.embed_threads or available_cores()
+    model = model or make_embedder(settings.embedder, settings.embedding_model, threads)
+    config = BatchingConfig(max_batch_texts=settings.embed_max_batch,
+                            max_wait_seconds=settings.embed_max_wait_ms / 1000,
+                            max_queued_texts=settings.embed_queue_texts)
+    return BatchingEmbedder(model, config)
+
+
 def build_exact(settings: Settings) -> ExactCache:
     return RedisExactCache(settings.redis_url) if settings.redis_url else LruExactCache(settings.exact_max_items)
 
@@ -88,12 +102,17 @@ class Runtime:
         self.metrics = Metrics()
         self.engine = parts.engine or make_engine(settings.sql_url)
         self.store = EntryStore(self.engine)
-        self.embedder = parts.embedder or MiniLMEmbedder(threads=settings.embed_threads or None)
-        self.index = SemanticIndex(self.embedder.dim)
+        self.embedder = build_embedder(settings, parts.embedder)
+        # Shadow and audit labels embed answers in the background lane: never ahead of a request.
+        self.background_embedder: Embedder = self.embedder.lane(Lane.BACKGROUND)
+        self.snapshot = SnapshotDir(settings.data_dir / "snapshot")
+        self.ready = threading.Event()
+        self._last_snapshot = time.monotonic()
         self.policy = build_policy(settings)
         config = CacheConfig(self.policy, settings.ttl_seconds, settings.candidates, settings.decision_log_floor)
         self.stages = build_stages(self.policy)
-        self.cache = Cache(parts.exact or build_exact(settings), self.store, self.index, self.embedder, config,
+        self.cache = Cache(parts.exact or build_exact(settings), self.store, SemanticIndex(self.embedder.dim),
+                           self.embedder, config,
                            self.stages, clock=self.clock)
         self.maintainer = Maintainer(self.cache, settings.max_entries, clock=self.clock)
         self.decisions = DecisionLog(self.engine)
@@ -112,15 +131,42 @@ class Runtime:
     def upstream_for(self, name: UpstreamName) -> Upstream:
         return self.anthropic_upstream if name is UpstreamName.ANTHROPIC else self.upstream
 
+    @property
+    def index(self) -> SemanticIndex:
+        """The live index (start-up may replace the empty one with a loaded snapshot)."""
+        return self.cache.index
+
     def start(self) -> None:
+        """Create the schema, then load the index in the background: `ready` is set once it is loaded (or the
+        store turned out to be unreachable: the gateway then serves degraded, from upstream, and retries)."""
         try:
             self.store.create_schema()
-            added = self.maintainer.start()
-            self._started = True
-            log.info("index warmed with %d entries", added)
         except StoreUnavailable as exc:
             log.error("entry store unavailable at start-up, serving degraded: %s", exc)
         self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    def load_index(self) -> None:
+        """Start-up in a worker thread: the index from the snapshot (plus catch-up from SQL) or rebuilt."""
+        try:
+            report = self.maintainer.start(self.snapshot if self.settings.snapshot_interval_seconds else None)
+            self._started = True
+            log.info("index ready: %d entries (%s, %d caught up from SQL)", len(self.index),
+                     "from snapshot" if report.from_snapshot else "rebuilt from SQL", report.added)
+        except StoreUnavailable as exc:
+            log.error("entry store unavailable at start-up, serving degraded: %s", exc)
+        finally:
+            self.ready.set()
+
+    def save_snapshot(self) -> None:
+        """Save the index beside its SQL watermark (periodically in `tick`, and at shutdown)."""
+        if not self._started or not self.settings.snapshot_interval_seconds:
+            return
+        try:
+            manifest = self.maintainer.save_snapshot(self.snapshot)
+            log.info("snapshot saved: %d entries up to id %d", manifest.entries, manifest.watermark)
+        except (OSError, RuntimeError) as exc:
+            log.warning("snapshot not saved: %s", exc)
+        self._last_snapshot = time.monotonic()
 
     def log_decision(self, record: DecisionRecord) -> None:
         with self._pending_lock:
@@ -152,6 +198,9 @@ class Runtime:
             self._label_metrics()
         self.thresholds.by_namespace = self.decisions.thresholds()
         self.metrics.indexed.set(len(self.index))
+        interval = self.settings.snapshot_interval_seconds
+        if interval and time.monotonic() - self._last_snapshot >= interval:
+            self.save_snapshot()
 
     def stats(self) -> dict[str, Any]:
         """What `/deja/stats` shows, in a worker thread (it counts entries and labels in SQL)."""
@@ -182,6 +231,7 @@ class Runtime:
             self.metrics.entries.set(self.store.count())
 
     async def _loop(self) -> None:
+        await run_in_threadpool(self.load_index)
         last_evict = 0.0
         while True:
             await asyncio.sleep(self.settings.sync_interval_seconds)
@@ -201,6 +251,9 @@ class Runtime:
         for task in list(self.background):
             task.cancel()
         await run_in_threadpool(self.flush_decisions)
+        if self.ready.is_set():
+            await run_in_threadpool(self.save_snapshot)
+        await run_in_threadpool(self.embedder.close)
         await self.upstream.aclose()
         await self.anthropic_upstream.aclose()
         self.engine.dispose()

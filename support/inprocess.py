@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import deque
 from collections.abc import AsyncIterator
@@ -106,6 +107,7 @@ async def inprocess_gateway(tmp_path: Path, **settings: Any) -> AsyncIterator[In
                          "upstream_url": "http://upstream.test", "audit_rate": 0.0, **settings})
     app = create_app(config, Parts(embedder=HashEmbedder(dim=256), transport=upstream.transport, clock=clock))
     async with app.router.lifespan_context(app):
+        await asyncio.to_thread(app.state.runtime.ready.wait, 30)  # the index loads in the background
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://deja.test") as client:
             yield InProcessGateway(client, upstream, clock, app.state.runtime)

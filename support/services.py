@@ -107,10 +107,11 @@ class GatewayProcess:
             if self._proc.poll() is not None:
                 raise RuntimeError(f"gateway exited: {self.log_path.read_text()[-3000:]}")
             try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
+                if httpx.get(self.url + "/readyz", timeout=1).status_code == 200:
                     return self
             except httpx.HTTPError:
-                time.sleep(0.2)
+                pass
+            time.sleep(0.2)
         raise RuntimeError(f"gateway did not come up: {self.log_path.read_text()[-3000:]}")
 
     def stop(self) -> None:

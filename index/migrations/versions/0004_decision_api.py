@@ -1,14 +1,14 @@
 """Decisions record the API they were made for (`chat`, `messages`, `responses`); older rows are chat.
 
-Revision ID: 0003_decision_api
-Revises: 0002
+Revision ID: 0004
+Revises: 0003
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003_decision_api"
-down_revision = "0002"
+revision = "0004"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 
