@@ -10,7 +10,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from service import errors
+from service import access_log, errors
 from service.admin import admin_router, feedback_router
 from service.deps import GatewayDep, MetricsDep
 from service.dialects import CHAT, MESSAGES, RESPONSES, error_dialect
@@ -26,6 +26,7 @@ def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        access_log.install()
         runtime = Runtime(settings, parts)
         runtime.start()
         app.state.runtime = runtime
@@ -73,10 +74,5 @@ def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
     @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"])
     async def passthrough(path: str, request: Request, gw: GatewayDep) -> Response:
         return await gw.passthrough(request, path)
-
-    @app.exception_handler(404)
-    async def not_found(request: Request, _exc: Exception) -> JSONResponse:
-        shape = error_dialect(request.url.path, request.headers).error_body
-        return JSONResponse(shape(404, "invalid_request_error", "Unknown route.", None), status_code=404)
 
     return app

@@ -28,7 +28,7 @@ from index.records import CachedResponse, Lookup, QueryVectors, Verdict
 from service.credentials import NO_CREDENTIAL, namespace_of
 from service.dialects import Dialect, speaks_anthropic
 from service.dialects.base import UpstreamName
-from service.errors import PayloadTooLarge, UpstreamError
+from service.errors import BadRequest, PayloadTooLarge, UpstreamError
 from service.labeler import Labeler
 from service.requests import CacheDirectives, parse_cache_control
 from service.runtime import Runtime
@@ -191,9 +191,9 @@ class Gateway:
     async def _forward(self, exchange: Exchange, lookup: Lookup, headers: dict[str, str]) -> Response:
         response = await self._send(exchange)
         content = await self.rt.upstream_for(exchange.dialect.upstream).read(response)
-        if response.status_code == 200 and exchange.storable:
-            answer = exchange.dialect.stored_answer(content)
-            if answer is not None:
+        if response.status_code == 200:
+            answer = exchange.dialect.stored_answer(_upstream_json(content, exchange))
+            if answer is not None and exchange.storable:
                 self._label_near_miss(exchange, answer, lookup)
                 entry_id = await self._store(exchange, answer, lookup)
                 if entry_id is not None:
@@ -207,6 +207,8 @@ class Gateway:
         is_sse = response.headers.get("content-type", "").startswith("text/event-stream")
         if response.status_code != 200 or not is_sse:
             content = await self.rt.upstream_for(exchange.dialect.upstream).read(response)
+            if response.status_code == 200:
+                _upstream_json(content, exchange)
             self._observe_time(exchange, exchange.forward_verdict)
             return Response(content, status_code=response.status_code,
                             headers={**response_headers(response.headers), **headers})
@@ -230,6 +232,10 @@ class Gateway:
                         self._label_near_miss(exchange, answer, lookup)
                         await self._store(exchange, answer, lookup)
                     yield chunk
+            if not accumulator.ended:  # ended cleanly at the HTTP level, but the answer is unfinished
+                log.warning("upstream stream ended before its last event (request %s)", exchange.request_id)
+                yield exchange.dialect.stream_error(
+                    "The upstream stream ended before its last event; the answer is incomplete.", UpstreamError.kind)
         except UpstreamError as exc:
             log.warning("upstream stream cut (request %s): %s", exchange.request_id, exc)
             yield exchange.dialect.stream_error(f"The upstream stream was interrupted: {exc}", exc.kind)
@@ -252,6 +258,8 @@ class Gateway:
 
     async def passthrough(self, request: Request, path: str) -> Response:
         """Any other route: forwarded unchanged and uncached, bodies streamed both ways."""
+        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
+            raise BadRequest("The request path contains a control character.", param="path")
         anthropic = speaks_anthropic(path, request.headers)
         upstream = self.rt.upstream_for(UpstreamName.ANTHROPIC if anthropic else UpstreamName.OPENAI)
         response = await upstream.send(request.method, "/" + path, dict(request.headers), request.stream(),
@@ -267,6 +275,15 @@ class Gateway:
 
         return StreamingResponse(body(), status_code=response.status_code,
                                  headers={**response_headers(response.headers), "X-Deja-Cache": "bypass"})
+
+
+def _upstream_json(content: bytes, exchange: Exchange) -> Any:
+    """The JSON of an upstream 200; a body that is not JSON (cut short, or garbage) is an upstream failure."""
+    try:
+        return json.loads(content)
+    except (ValueError, RecursionError) as exc:
+        log.warning("upstream 200 with a broken JSON body (request %s): %s", exchange.request_id, exc)
+        raise UpstreamError("The upstream answer was cut short or is not valid JSON; nothing was cached.") from exc
 
 
 async def _aiter(chunks: Iterable[bytes]) -> AsyncIterator[bytes]:

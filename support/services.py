@@ -123,6 +123,13 @@ class GatewayProcess:
                 self._proc.kill()
             self._proc = None
 
+    def kill(self) -> None:
+        """`kill -9`: no shutdown, no flush, whatever was in flight is cut."""
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait(20)
+            self._proc = None
+
     def restart(self) -> None:
         self.stop()
         self.start()

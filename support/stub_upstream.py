@@ -1,6 +1,6 @@
 """A real upstream on loopback for tests, speaking Chat Completions, Anthropic Messages and OpenAI Responses
-(shapes in `stub_dialects`): counts calls, streams, fails on demand, and can answer per intent (`answers`:
-prompt -> intent) after an artificial delay."""
+(shapes in `support.stub_dialects`): counts calls, streams, fails on demand, and can answer per intent
+(`answers`: prompt -> intent) after an artificial delay."""
 
 from __future__ import annotations
 
@@ -31,8 +31,13 @@ class StubState:
     # Configuration, kept across `reset()`: prompt -> intent, and seconds to wait before every chat answer.
     answers: Mapping[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    # When set, every answer ends with the credentials the request carried (`[credential: ...]`), so a test
+    # can tell whose answer a response is.
+    tag_credentials: bool = False
     calls: list[dict[str, Any]] = field(default_factory=list)
-    # "500", "429", "hang", "cut" (stream dropped mid-way), "unfinished" (an answer that must not be stored)
+    # "500", "429", "hang", "cut" (stream dropped mid-way), "no-done" (stream ends cleanly without its last
+    # event: [DONE], message_stop, response.completed), "truncate" (a 200 whose JSON body is cut short, framing
+    # intact), "short" (fewer bytes than Content-Length), "unfinished" (an answer that must not be stored)
     failures: deque[str] = field(default_factory=deque)
     chunk_delay: float = 0.0
     streams_finished: int = 0
@@ -52,6 +57,18 @@ def intent_answer(intent: str, words: int = 16) -> str:
     """The same text for every prompt of `intent`, clearly different text for any other intent."""
     rng = random.Random(intent)  # seeded by the string: the same words in every process
     return " ".join(rng.choice(ANSWER_WORDS) for _ in range(words)).capitalize() + "."
+
+
+def credential_tag(headers: Mapping[str, str]) -> str:
+    """The credentials an upstream would check (bearer token or other scheme, api-key, x-api-key), as a tag."""
+    found = set()
+    for name in ("authorization", "api-key", "x-api-key"):
+        value = (headers.get(name) or "").strip()
+        if name == "authorization" and value.lower().startswith("bearer"):
+            value = value[6:].strip()
+        if value:
+            found.add(value)
+    return f"[credential: {' + '.join(sorted(found)) or 'none'}]"
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -90,16 +107,44 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._json(404, {"error": {"message": "no such route", "type": "invalid_request_error"}})
 
+    def _read_body(self) -> bytes:
+        """The request body, `Content-Length` or chunked (Deja streams pass-through bodies chunked)."""
+        if "chunked" not in (self.headers.get("Transfer-Encoding") or "").lower():
+            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        chunks = []
+        while True:
+            size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                while self.rfile.readline().strip():  # trailers, then the blank line
+                    pass
+                return b"".join(chunks)
+            chunks.append(self.rfile.read(size))
+            self.rfile.readline()
+
+    def _other_method(self) -> None:
+        self._record(self._read_body())
+        if self.command == "HEAD":
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self._json(404, {"error": {"message": "no such route", "type": "invalid_request_error"}})
+
+    do_PUT = do_PATCH = do_OPTIONS = do_HEAD = _other_method
+
     def do_DELETE(self) -> None:
-        self._record(b"")
         response_id = self.path.removeprefix("/v1/responses/")
+        if response_id == self.path:
+            self._other_method()
+            return
+        self._record(b"")
         if self.state.responses.stored.pop(response_id, None) is None:
             self._json(404, {"error": {"message": "no such response", "type": "invalid_request_error"}})
         else:
             self._json(200, {"id": response_id, "object": "response.deleted", "deleted": True})
 
     def do_POST(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        raw = self._read_body()
         n = self._record(raw)
         api = self._api()
         if self.path == "/v1/embeddings":
@@ -120,22 +165,38 @@ class _Handler(BaseHTTPRequestHandler):
         elif failure == "hang":
             time.sleep(3)
             self._json(200, api.answer(body, n, text, outcome))
+        elif failure in ("truncate", "short"):
+            self._truncated(api.answer(body, n, text, outcome), short=failure == "short")
         elif body.get("stream"):
-            self._stream(api.events(body, n, text, outcome), cut=failure == "cut")
+            self._stream(api.events(body, n, text, outcome), failure)
         else:
             self._json(200, api.answer(body, n, text, outcome))
 
+    def _truncated(self, payload: dict[str, Any], short: bool) -> None:
+        data = json.dumps(payload).encode()
+        cut = data[: len(data) // 2]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data) if short else len(cut)))
+        self.end_headers()
+        self.wfile.write(cut)
+        self.wfile.flush()
+        if short:
+            self.connection.shutdown(2)
+            self.close_connection = True
+
     def _answer(self, last: str, n: int) -> str:
         intent = self.state.answers.get(last)
-        return f"answer {n} to: {last}" if intent is None else intent_answer(intent)
+        text = f"answer {n} to: {last}" if intent is None else intent_answer(intent)
+        return f"{text} {credential_tag(self.headers)}" if self.state.tag_credentials else text
 
-    def _stream(self, events: list[bytes], cut: bool) -> None:
+    def _stream(self, events: list[bytes], failure: str | None) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        for i, event in enumerate(events):
-            if cut and i == CUT_AFTER:
+        for i, event in enumerate(events[:-1] if failure == "no-done" else events):
+            if failure == "cut" and i == CUT_AFTER:
                 self.wfile.flush()
                 self.connection.shutdown(2)  # drop the connection mid-stream, no terminating chunk
                 self.close_connection = True

@@ -28,6 +28,11 @@ class Accumulator(Protocol):
     def feed(self, chunk: bytes) -> None: ...
 
     @property
+    def ended(self) -> bool:
+        """True once the API's last event arrived (whatever the outcome); a stream that stops before it is cut."""
+        ...
+
+    @property
     def complete(self) -> bool:
         """True once the stream ended cleanly with an answer worth storing."""
         ...
@@ -50,8 +55,8 @@ class Dialect(Protocol):
 
     def streams(self, body: Mapping[str, Any]) -> bool: ...
 
-    def stored_answer(self, content: bytes) -> dict[str, Any] | None:
-        """A non-stream upstream 200 body if it is a complete answer worth storing, else None."""
+    def stored_answer(self, body: Any) -> dict[str, Any] | None:
+        """A non-stream upstream 200 body (parsed JSON) if it is a complete answer worth storing, else None."""
         ...
 
     def accumulator(self) -> Accumulator: ...

@@ -28,6 +28,10 @@ class ChatAccumulator:
         self._inner.feed(chunk)
 
     @property
+    def ended(self) -> bool:
+        return self._inner.done
+
+    @property
     def complete(self) -> bool:
         return self._inner.complete
 
@@ -49,14 +53,10 @@ class ChatDialect:
     def streams(self, body: Mapping[str, Any]) -> bool:
         return bool(body.get("stream"))
 
-    def stored_answer(self, content: bytes) -> dict[str, Any] | None:
-        try:
-            body = json.loads(content)
-        except ValueError:
+    def stored_answer(self, body: Any) -> dict[str, Any] | None:
+        if not isinstance(body, dict) or not isinstance(body.get("choices"), list) or not body["choices"]:
             return None
-        if not isinstance(body, dict) or not body.get("choices"):
-            return None
-        if not all(storable_finish(c.get("finish_reason")) for c in body["choices"]):
+        if not all(isinstance(c, dict) and storable_finish(c.get("finish_reason")) for c in body["choices"]):
             return None
         return body
 

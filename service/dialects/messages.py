@@ -86,11 +86,7 @@ class MessagesDialect:
     def streams(self, body: Mapping[str, Any]) -> bool:
         return bool(body.get("stream"))
 
-    def stored_answer(self, content: bytes) -> dict[str, Any] | None:
-        try:
-            body = json.loads(content)
-        except ValueError:
-            return None
+    def stored_answer(self, body: Any) -> dict[str, Any] | None:
         if not isinstance(body, dict) or body.get("type") != "message":
             return None
         return body if body.get("stop_reason") in STORABLE_STOPS else None
@@ -141,6 +137,7 @@ class MessageAccumulator:
         self._message: dict[str, Any] | None = None
         self._json: dict[int, str] = {}
         self._stopped = False
+        self._errored = False  # an `error` event: the stream's last word
         self._failed = False
 
     def feed(self, chunk: bytes) -> None:
@@ -157,7 +154,7 @@ class MessageAccumulator:
     def _event(self, data: dict[str, Any]) -> None:
         kind = data.get("type")
         if kind == "error":
-            self._failed = True
+            self._failed = self._errored = True
         elif kind == "message_start":
             self._message = copy.deepcopy(data["message"])
         elif self._message is None:
@@ -189,6 +186,10 @@ class MessageAccumulator:
             block["signature"] = delta["signature"]
         elif kind == "citations_delta":
             block["citations"] = [*(block.get("citations") or []), delta["citation"]]
+
+    @property
+    def ended(self) -> bool:
+        return self._stopped or self._errored
 
     @property
     def complete(self) -> bool:

@@ -11,7 +11,6 @@ it with `previous_response_id` (or `GET /v1/responses/{id}`) still resolves upst
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -95,11 +94,7 @@ class ResponsesDialect:
     def streams(self, body: Mapping[str, Any]) -> bool:
         return bool(body.get("stream"))
 
-    def stored_answer(self, content: bytes) -> dict[str, Any] | None:
-        try:
-            body = json.loads(content)
-        except ValueError:
-            return None
+    def stored_answer(self, body: Any) -> dict[str, Any] | None:
         if not isinstance(body, dict) or body.get("object") != "response":
             return None
         return body if body.get("status") == "completed" else None
@@ -151,6 +146,7 @@ class ResponseAccumulator:
         self._decoder = SseDecoder()
         self._response: dict[str, Any] | None = None
         self._failed = False
+        self._ended = False
 
     def feed(self, chunk: bytes) -> None:
         for event in self._decoder.feed(chunk):
@@ -158,8 +154,14 @@ class ResponseAccumulator:
             kind = None if data is None else data.get("type")
             if data is None or kind in ("error", "response.failed", "response.incomplete"):
                 self._failed = True
+                self._ended = self._ended or data is not None
             elif kind == "response.completed" and isinstance(data.get("response"), dict):
                 self._response = data["response"]
+                self._ended = True
+
+    @property
+    def ended(self) -> bool:
+        return self._ended
 
     @property
     def complete(self) -> bool:

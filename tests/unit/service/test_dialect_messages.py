@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -100,7 +99,7 @@ def test_error_body_has_anthropics_shape() -> None:
                                             ("stop_sequence", True), ("refusal", False), ("pause_turn", False)])
 def test_only_finished_answers_are_stored(stop: str, storable: bool) -> None:
     answer = {**MessagesApi().answer(BODY, 1, "hi", "ok"), "stop_reason": stop}
-    assert (MESSAGES.stored_answer(json.dumps(answer).encode()) is not None) is storable
+    assert (MESSAGES.stored_answer(answer) is not None) is storable
 
 
 def _feed(events: Iterable[bytes], piece: int = 7) -> Any:
