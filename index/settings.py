@@ -23,6 +23,8 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="DEJA_", extra="ignore")
 
     upstream_url: str = Field("https://api.openai.com", description="Base URL of the OpenAI-compatible upstream")
+    anthropic_upstream_url: str = Field(
+        "https://api.anthropic.com", description="Base URL of the Anthropic upstream (/v1/messages)")
     database_url: str | None = Field(None, description="SQLAlchemy URL; default SQLite file in data_dir")
     redis_url: str | None = Field(None, description="Redis URL for the shared exact tier; default in-process LRU")
     data_dir: Path = Field(Path(".deja"), description="Folder for the SQLite file and the generated secret")
