@@ -1,6 +1,6 @@
 """Fuzzing a real gateway: every operation of its OpenAPI schema (schemathesis, valid and invalid inputs) and the
-chat route (hypothesis: hostile JSON, surrogates, NUL, control characters, deep nesting, odd headers). Fixed
-seed, bounded examples; any 5xx fails. A 4xx must be an OpenAI-shaped error."""
+cached API routes, chat first (hypothesis: hostile JSON, surrogates, NUL, control characters, deep nesting, odd
+headers). Fixed seed, bounded examples; any 5xx fails. A 4xx must be an error object in the API's shape."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 FUZZ_SEED = 20261201
 EXAMPLES_PER_OPERATION = 25  # per generation mode (valid, invalid)
-CHAT_EXAMPLES = 200
+CHAT_EXAMPLES = 150  # per cached API route and body shape
 ADMIN = {"Authorization": "Bearer admin-secret"}
 
 # Phases without shrinking's long tail: a failure is reported as found, with its request.
@@ -91,13 +91,26 @@ CHAT_BODY = st.fixed_dictionaries(
     optional={"stream": st.booleans() | JSON, "n": st.integers(-2, 300) | JSON,
               "temperature": st.floats() | JSON, "max_tokens": st.integers() | JSON, "tools": JSON,
               "stream_options": st.just({"include_usage": True}) | JSON, "seed": st.integers()})
+MESSAGES_BODY = st.fixed_dictionaries(
+    {"model": st.sampled_from(["claude-sonnet-4-5"]) | ANY_TEXT | JSON,
+     "max_tokens": st.integers(-1, 5000) | JSON,
+     "messages": st.lists(MESSAGE.filter(lambda m: m.get("role") != "system"), max_size=3) | JSON},
+    optional={"system": PROMPT | JSON, "stream": st.booleans() | JSON, "temperature": st.floats() | JSON,
+              "tools": JSON, "metadata": JSON})
+RESPONSES_BODY = st.fixed_dictionaries(
+    {"model": st.sampled_from(["gpt-4.1-mini"]) | ANY_TEXT | JSON,
+     "input": PROMPT | st.lists(MESSAGE, max_size=3) | JSON},
+    optional={"instructions": PROMPT | JSON, "stream": st.booleans() | JSON, "previous_response_id": JSON,
+              "store": JSON, "text": JSON, "tools": JSON})
+BODIES = {"/v1/chat/completions": CHAT_BODY, "/v1/messages": MESSAGES_BODY, "/v1/responses": RESPONSES_BODY}
 # Any byte a client may put in a header value (visible ASCII, space, tab, and obs-text 0x80-0xFF).
 HEADER_BYTES = st.binary(max_size=20).map(lambda b: bytes(c for c in b if c == 9 or 32 <= c <= 126 or c >= 128)
                                           .strip())
 CACHE_CONTROL = st.sampled_from(["no-cache", "no-store", "max-age=0", "max-age=60", "max-age=inf", "max-age=-1",
                                  "max-age=1e999", "max-age=nan", "max-age=" + "9" * 30]) | HEADER_BYTES
 CREDENTIAL = st.sampled_from([{}, {"Authorization": "Bearer sk-fuzz-a"}, {"Authorization": "Bearer"},
-                              {"api-key": "key-fuzz-b"}, {"x-api-key": "key-fuzz-c"}])
+                              {"api-key": "key-fuzz-b"}, {"x-api-key": "key-fuzz-c"},
+                              {"x-api-key": "key-fuzz-c", "anthropic-version": "2023-06-01"}])
 
 
 def encode(body: Any, how: str) -> bytes:
@@ -109,9 +122,11 @@ def encode(body: Any, how: str) -> bytes:
 
 
 @pytest.mark.parametrize("shape", ["json", "bytes"])
-def test_chat_route_never_answers_5xx(deployment: Deployment, stub: StubUpstream, examples: list[int],
-                                      shape: str) -> None:
-    body_bytes = (st.tuples(CHAT_BODY, st.sampled_from(["escaped", "escaped", "raw", "deep"]))
+@pytest.mark.parametrize("path", sorted(BODIES))
+def test_cached_api_routes_never_answer_5xx(deployment: Deployment, stub: StubUpstream, examples: list[int],
+                                           path: str, shape: str) -> None:
+    """The routes that read JSON themselves (no OpenAPI body schema): Chat Completions, Messages, Responses."""
+    body_bytes = (st.tuples(BODIES[path], st.sampled_from(["escaped", "escaped", "raw", "deep"]))
                   .map(lambda pair: encode(*pair)) if shape == "json" else st.binary(max_size=200))
 
     @seed(FUZZ_SEED)
@@ -124,8 +139,8 @@ def test_chat_route_never_answers_5xx(deployment: Deployment, stub: StubUpstream
             headers["Cache-Control"] = cache_control
         if extra is not None:
             headers["X-Client-Note"] = extra
-        response = httpx.post(deployment.url + "/v1/chat/completions", content=content, headers=headers, timeout=30)
+        response = httpx.post(deployment.url + path, content=content, headers=headers, timeout=30)
         examples[0] += 1
-        no_server_error(response, f"chat {headers!r:.200} {content!r:.300}")
+        no_server_error(response, f"{path} {headers!r:.200} {content!r:.300}")
 
     check()
