@@ -32,7 +32,7 @@ SAME_ANSWER_KIND = "traffic_same"
 MUST_NOT_KIND = "traffic"
 EMBEDDER = "the gateway's (logged similarities)"
 # Label sources in the order `DecisionLog.labeled` ranks them.
-SOURCES = (LabelSource.HUMAN, LabelSource.FEEDBACK, LabelSource.AUDIT, LabelSource.SHADOW)
+SOURCES = (LabelSource.HUMAN, LabelSource.FEEDBACK, LabelSource.AUDIT, LabelSource.EXPLORE, LabelSource.SHADOW)
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,8 @@ class Cache:
         if stored is None or self._expired(stored):
             return None
         found = CachedResponse(stored.entry_id, stored.response, stored.created_at)
-        self._put_exact(key.exact, found)
+        # Back into the exact tier for what is left of its lifetime, never for a fresh default one.
+        self._put_exact(key.exact, found, None if stored.expires_at is None else stored.expires_at - self.clock())
         return found
 
     def embed_request(self, key: CacheKey) -> QueryVectors:
@@ -183,7 +184,8 @@ class Cache:
 
     def store_answer(self, key: CacheKey, response: dict[str, Any], vectors: QueryVectors | None = None,
                      ttl_seconds: float | None = None) -> int | None:
-        """Record a complete upstream answer. Returns the entry id, or None when the store is down."""
+        """Record a complete upstream answer. Returns the entry id, or None when the store is down or the
+        lifetime is 0."""
         if key.mode is LookupMode.BYPASS:
             return None
         semantic = key.mode is LookupMode.FULL
@@ -195,6 +197,8 @@ class Cache:
                 return None
         now = self.clock()
         ttl = ttl_seconds if ttl_seconds is not None else self.config.ttl_seconds
+        if ttl is not None and not ttl > 0:  # a lifetime of 0 (`max-age=0`): expired before anyone asks
+            return None
         conversation = semantic and vectors is not None and vectors.context is not None
         entry = CacheEntry(
             namespace=key.namespace, exact_key=key.exact, context_key=key.context, model=key.model,

@@ -8,17 +8,20 @@ The `vetoed_by` column holds the vetoing stage for a veto and the reason for any
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from sqlalchemy import Engine, and_, func, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, SQLAlchemyError
 
-from index.errors import store_errors
+from index.errors import StoreUnavailable, store_errors
 from index.rule import Reason
 from index.schema import decisions, labels, thresholds
 from index.stages import StageResult
+
+log = logging.getLogger("deja.decisions")
 
 
 class LabelSource(StrEnum):
@@ -26,6 +29,8 @@ class LabelSource(StrEnum):
     SHADOW = "shadow"
     AUDIT = "audit"
     HUMAN = "human"
+    # Judge mode: a would-be hit the judge was unsure of went upstream; its answer was compared.
+    EXPLORE = "explore"
 
 
 @dataclass(frozen=True)
@@ -65,7 +70,8 @@ class LabeledDecision:
     source: LabelSource
 
 
-_PRECEDENCE = [LabelSource.HUMAN, LabelSource.FEEDBACK, LabelSource.AUDIT, LabelSource.SHADOW]
+_PRECEDENCE = [LabelSource.HUMAN, LabelSource.FEEDBACK, LabelSource.AUDIT, LabelSource.EXPLORE,
+               LabelSource.SHADOW]
 
 
 def _stages_json(stages: Sequence[StageResult]) -> str:
@@ -114,8 +120,24 @@ class DecisionLog:
             "min_similarity": r.min_similarity, "stages": _stages_json(r.stages), "verdict": r.verdict,
             "vetoed_by": _outcome_column(r), "created_at": r.created_at,
         } for r in records]
-        with store_errors("log decisions"), self.engine.begin() as conn:
-            conn.execute(insert(decisions), rows)
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(insert(decisions), rows)
+        except (OperationalError, InterfaceError) as exc:  # the database, not the rows: nothing to retry
+            raise StoreUnavailable(f"cannot log decisions: {exc}") from exc
+        except (SQLAlchemyError, ValueError):
+            # One bad row (a value the database refuses) must not cost the others, other tenants' included.
+            self._record_each(rows)
+
+    def _record_each(self, rows: Sequence[Mapping[str, object]]) -> None:
+        for row in rows:
+            try:
+                with self.engine.begin() as conn:
+                    conn.execute(insert(decisions), [row])
+            except (OperationalError, InterfaceError) as exc:
+                raise StoreUnavailable(f"cannot log decisions: {exc}") from exc
+            except (SQLAlchemyError, ValueError) as exc:
+                log.warning("decision %s not logged: %s", row["request_id"], type(exc).__name__)
 
     def get(self, request_id: str) -> DecisionRecord | None:
         with store_errors("read decision"), self.engine.connect() as conn:

@@ -4,6 +4,7 @@ primary (`redis+sentinel://host:port[,host:port...]/service-name[/db]`)."""
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -20,6 +21,18 @@ from redis.sentinel import Sentinel
 
 from index.errors import StoreUnavailable
 from index.records import CachedResponse
+
+# Longest expiry handed to Redis (2^31 s, RFC 9111's cap on max-age); Redis refuses expiries past 64-bit ms.
+MAX_TTL_SECONDS = 2**31
+
+
+def redis_ttl(ttl_seconds: float | None) -> int | None:
+    """Whole seconds for `SET ... EX`: None = no expiry; 0 or less is never passed (the value is not kept)."""
+    if ttl_seconds is None:
+        return None
+    if math.isnan(ttl_seconds) or ttl_seconds <= 0:
+        raise ValueError(f"a TTL of {ttl_seconds} means the value must not be stored")
+    return int(min(math.ceil(min(ttl_seconds, MAX_TTL_SECONDS)), MAX_TTL_SECONDS))
 
 
 class ExactCache(Protocol):
@@ -56,6 +69,10 @@ class LruExactCache:
             return value
 
     def put(self, key: str, value: CachedResponse, ttl_seconds: float | None) -> None:
+        """`ttl_seconds=None` keeps the value until evicted; 0 or less does not keep it at all."""
+        if ttl_seconds is not None and not ttl_seconds > 0:
+            self.delete(key)
+            return
         with self._lock:
             self._items[key] = (value, None if ttl_seconds is None else self._clock() + ttl_seconds)
             self._items.move_to_end(key)
@@ -120,9 +137,11 @@ class RedisExactCache:
 
     def put(self, key: str, value: CachedResponse, ttl_seconds: float | None) -> None:
         payload = orjson.dumps({"entry_id": value.entry_id, "body": value.body, "created_at": value.created_at})
+        if ttl_seconds is not None and not ttl_seconds > 0:  # 0 is "expire now", never "no expiry"
+            self.delete(key)
+            return
         try:
-            ttl = max(1, int(ttl_seconds)) if ttl_seconds else None
-            self._redis.set(self._prefix + key, payload, ex=ttl)
+            self._redis.set(self._prefix + key, payload, ex=redis_ttl(ttl_seconds))
         except redis.RedisError as exc:
             raise StoreUnavailable(f"redis set failed: {exc}") from exc
 

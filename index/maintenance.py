@@ -20,9 +20,10 @@ log = logging.getLogger("deja.maintenance")
 
 @dataclass(frozen=True)
 class SyncReport:
+    """What one catch-up did: entries added to the index, entries forgotten through tombstones."""
+
     added: int
     removed: int
-    evicted: int = 0
 
 
 @dataclass(frozen=True)

@@ -93,3 +93,15 @@ thresholds = Table(
     Column("labels", Integer, nullable=False),
     Column("updated_at", Float, nullable=False),
 )
+
+judge_models = Table(
+    "deja_judge_models",
+    metadata,
+    Column("version", String(40), primary_key=True),
+    Column("model", LargeBinary, nullable=False),
+    Column("labels", Integer, nullable=False),
+    Column("note", Text, nullable=True),
+    Column("created_at", Float, nullable=False),
+    Column("applied_at", Float, nullable=True),
+    Column("active", Boolean, nullable=False, default=False),
+)

@@ -11,6 +11,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from index.embedder import EmbedderBackend
+from index.explore import DEFAULT_EXPLORE_RATE
 from index.keys import ContextMatch
 from index.policy import DEFAULT_MIN_CONTEXT_SIMILARITY, DEFAULT_MIN_SIMILARITY
 
@@ -56,6 +57,10 @@ class Settings(BaseSettings):
     audit_rate: float = Field(0.01, ge=0.0, le=1.0, description="Share of semantic hits re-asked upstream")
     audit_concurrency: int = Field(4, ge=1, description="Background audits in flight at most")
     shadow_labels: bool = Field(True, description="Label near-misses by comparing the fresh answer")
+    explore_rate: float = Field(
+        DEFAULT_EXPLORE_RATE, ge=0.0, le=1.0,
+        description="Judge mode: would-be hits just above the bar go upstream to be labelled with probability "
+        "rate * (1 - p) / budget; 0 = never")
     answer_same_similarity: float = Field(0.95, ge=0, le=1, description="Answer similarity that counts as same")
     prices_per_1k_tokens: dict[str, float] = Field(
         default_factory=lambda: {"gpt-4o": 0.00625, "gpt-4o-mini": 0.000375, "gpt-4.1": 0.005,

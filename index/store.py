@@ -73,7 +73,26 @@ def make_engine(url: str) -> Engine:
             cur.execute("PRAGMA busy_timeout=5000")
             cur.close()
 
+    if engine.dialect.name == "postgresql":
+        event.listen(engine, "before_cursor_execute", _without_nul, retval=True)
     return engine
+
+
+def _scrub(value: object) -> object:
+    """PostgreSQL text cannot hold NUL: it is stored as U+FFFD (keys are hashes of the original, so exact
+    matching is unaffected; only the stored copy of the text differs)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, dict):
+        return {k: _scrub(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_scrub(v) for v in value)
+    return value
+
+
+def _without_nul(_conn: object, _cursor: object, statement: str, parameters: object, _context: object,
+                 _executemany: bool) -> tuple[str, object]:
+    return statement, _scrub(parameters)
 
 
 def _vector(raw: object) -> Vector | None:

@@ -10,7 +10,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from service import errors
+from service import access_log, errors
 from service.admin import admin_router, feedback_router
 from service.deps import GatewayDep, MetricsDep
 from service.gateway import Gateway
@@ -25,6 +25,7 @@ def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        access_log.install()
         runtime = Runtime(settings, parts)
         runtime.start()
         app.state.runtime = runtime
@@ -51,7 +52,7 @@ def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
         runtime: Runtime | None = getattr(request.app.state, "runtime", None)
         if runtime is None or not runtime.ready.is_set():
             return JSONResponse({"status": "loading"}, status_code=503)
-        return JSONResponse({"status": "ready", "indexed": len(runtime.cache.index)})
+        return JSONResponse({"status": "ready", "indexed": len(runtime.index)})
 
     @app.get("/metrics")
     async def metrics(metrics: MetricsDep) -> Response:
@@ -64,9 +65,5 @@ def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
     @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"])
     async def passthrough(path: str, request: Request, gw: GatewayDep) -> Response:
         return await gw.passthrough(request, path)
-
-    @app.exception_handler(404)
-    async def not_found(_request: Request, _exc: Exception) -> JSONResponse:
-        return JSONResponse(errors.error_body("Unknown route.", "invalid_request_error"), status_code=404)
 
     return app

@@ -1,11 +1,19 @@
-"""The HTTP layer's errors, and the one place where Deja's error tree becomes OpenAI-shaped HTTP errors."""
+"""The HTTP layer's errors, and the one place where errors become OpenAI-shaped HTTP errors: Deja's own tree,
+FastAPI's request validation errors and Starlette's HTTP exceptions. Every error Deja answers itself says
+`X-Deja-Cache: error`."""
 
 from __future__ import annotations
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
 
 from index.errors import DejaError, Overloaded, StoreUnavailable
+
+# `X-Deja-Cache` of a response Deja produced itself (bad request, upstream unreachable, timed out or broken):
+# nothing was served from the cache and nothing was stored.
+ERROR_VERDICT = "error"
 
 
 class HttpError(DejaError):
@@ -52,16 +60,41 @@ def error_body(message: str, kind: str, param: str | None = None, code: str | No
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
+def _json_error(message: str, kind: str, status: int, param: str | None = None,
+                headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(error_body(message, kind, param), status_code=status,
+                        headers={**(headers or {}), "X-Deja-Cache": ERROR_VERDICT})
+
+
 def to_response(exc: DejaError) -> JSONResponse:
     if isinstance(exc, HttpError):
         param = exc.param if isinstance(exc, BadRequest) else None
-        return JSONResponse(error_body(str(exc), exc.kind, param), status_code=exc.status)
+        return _json_error(str(exc), exc.kind, exc.status, param)
     if isinstance(exc, Overloaded):  # answered like an overloaded upstream: the client retries later
-        return JSONResponse(error_body(str(exc), "server_overloaded"), status_code=503,
-                            headers={"Retry-After": str(exc.retry_after_seconds)})
+        return _json_error(str(exc), "server_overloaded", 503, headers={"Retry-After": str(exc.retry_after_seconds)})
     if isinstance(exc, StoreUnavailable):
-        return JSONResponse(error_body(str(exc), "service_unavailable"), status_code=503)
-    return JSONResponse(error_body(str(exc), "server_error"), status_code=500)
+        return _json_error(str(exc), "service_unavailable", 503)
+    return _json_error(str(exc), "server_error", 500)
+
+
+def validation_response(exc: RequestValidationError) -> JSONResponse:
+    """The first problem, named by its location; the offending input is never echoed back."""
+    first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
+    loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "path", "query", "header")]
+    param = ".".join(loc) or None
+    message = f"Invalid value for '{param}': {first.get('msg')}" if param else str(first.get("msg"))
+    return _json_error(message, BadRequest.kind, BadRequest.status, param)
+
+
+_HTTP_KIND = {401: Unauthorized.kind, 403: "permission_error", 429: "rate_limit_error"}
+
+
+def http_response(exc: HTTPException) -> JSONResponse:
+    """Starlette's own errors (unknown route, wrong method, ...) in the same shape as ours."""
+    status = exc.status_code if 400 <= exc.status_code < 600 else 400
+    kind = _HTTP_KIND.get(status, BadRequest.kind if status < 500 else HttpError.kind)
+    message = "Unknown route." if status == 404 else str(exc.detail)
+    return _json_error(message, kind, status, headers=dict(exc.headers or {}))
 
 
 def install(app: FastAPI) -> None:
@@ -69,4 +102,14 @@ def install(app: FastAPI) -> None:
         assert isinstance(exc, DejaError)
         return to_response(exc)
 
+    async def handle_validation(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return validation_response(exc)
+
+    async def handle_http(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, HTTPException)
+        return http_response(exc)
+
     app.add_exception_handler(DejaError, handle)
+    app.add_exception_handler(RequestValidationError, handle_validation)
+    app.add_exception_handler(HTTPException, handle_http)

@@ -22,7 +22,7 @@ from index.decision_log import DecisionRecord
 from index.keys import CacheKey, LookupMode, build_key
 from index.records import CachedResponse, Lookup, QueryVectors, Verdict
 from service.credentials import NO_CREDENTIAL, namespace_of
-from service.errors import PayloadTooLarge, UpstreamError, error_body
+from service.errors import BadRequest, PayloadTooLarge, UpstreamError, error_body
 from service.gateway_paths import CHAT_PATH
 from service.labeler import Labeler
 from service.requests import CacheDirectives, parse_cache_control, parse_chat_body
@@ -183,9 +183,9 @@ class Gateway:
     async def _forward(self, exchange: Exchange, lookup: Lookup, headers: dict[str, str]) -> Response:
         response = await self._send(exchange)
         content = await self.upstream.read(response)
-        if response.status_code == 200 and exchange.storable:
-            completion = _completion(content)
-            if completion is not None:
+        if response.status_code == 200:
+            completion = _completion(_upstream_json(content, exchange))
+            if completion is not None and exchange.storable:
                 self._label_near_miss(exchange, completion, lookup)
                 entry_id = await self._store(exchange, completion, lookup)
                 if entry_id is not None:
@@ -199,6 +199,8 @@ class Gateway:
         is_sse = response.headers.get("content-type", "").startswith("text/event-stream")
         if response.status_code != 200 or not is_sse:
             content = await self.upstream.read(response)
+            if response.status_code == 200:
+                _upstream_json(content, exchange)
             self._observe_time(exchange, exchange.forward_verdict)
             return Response(content, status_code=response.status_code,
                             headers={**response_headers(response.headers), **headers})
@@ -221,10 +223,12 @@ class Gateway:
                         self._label_near_miss(exchange, completion, lookup)
                         await self._store(exchange, completion, lookup)
                     yield chunk
+            if not accumulator.done:  # ended cleanly at the HTTP level, but the answer is unfinished
+                log.warning("upstream stream ended without [DONE] (request %s)", exchange.request_id)
+                yield _sse_error("The upstream stream ended before [DONE]; the answer is incomplete.")
         except UpstreamError as exc:
             log.warning("upstream stream cut (request %s): %s", exchange.request_id, exc)
-            error = error_body(f"The upstream stream was interrupted: {exc}", exc.kind)
-            yield b"data: " + json.dumps(error).encode() + b"\n\n"
+            yield _sse_error(f"The upstream stream was interrupted: {exc}", exc.kind)
         finally:
             self._observe_time(exchange, exchange.forward_verdict)
 
@@ -244,6 +248,8 @@ class Gateway:
 
     async def passthrough(self, request: Request, path: str) -> Response:
         """Any other route: forwarded unchanged and uncached, bodies streamed both ways."""
+        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
+            raise BadRequest("The request path contains a control character.", param="path")
         response = await self.upstream.send(request.method, "/" + path, dict(request.headers),
                                             request.stream(), params=request.url.query)
 
@@ -259,17 +265,26 @@ class Gateway:
                                  headers={**response_headers(response.headers), "X-Deja-Cache": "bypass"})
 
 
-def _completion(content: bytes) -> dict[str, Any] | None:
-    """The upstream body if it is a complete chat.completion worth storing."""
+def _upstream_json(content: bytes, exchange: Exchange) -> Any:
+    """The JSON of an upstream 200; a body that is not JSON (cut short, or garbage) is an upstream failure."""
     try:
-        body = json.loads(content)
-    except ValueError:
+        return json.loads(content)
+    except (ValueError, RecursionError) as exc:
+        log.warning("upstream 200 with a broken JSON body (request %s): %s", exchange.request_id, exc)
+        raise UpstreamError("The upstream answer was cut short or is not valid JSON; nothing was cached.") from exc
+
+
+def _completion(body: Any) -> dict[str, Any] | None:
+    """The upstream body if it is a complete chat.completion worth storing."""
+    if not isinstance(body, dict) or not isinstance(body.get("choices"), list) or not body["choices"]:
         return None
-    if not isinstance(body, dict) or not body.get("choices"):
-        return None
-    if not all(storable_finish(c.get("finish_reason")) for c in body["choices"]):
+    if not all(isinstance(c, dict) and storable_finish(c.get("finish_reason")) for c in body["choices"]):
         return None
     return body
+
+
+def _sse_error(message: str, kind: str = UpstreamError.kind) -> bytes:
+    return b"data: " + json.dumps(error_body(message, kind)).encode() + b"\n\n"
 
 
 async def _aiter(chunks: Iterable[bytes]) -> AsyncIterator[bytes]:

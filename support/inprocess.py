@@ -26,7 +26,8 @@ ADMIN_TOKEN = "admin-secret"
 
 class MockUpstream:
     """An OpenAI-compatible upstream as an httpx `MockTransport`: answers `answer n to: <prompt>`, plain or
-    streamed, and fails on demand (`failures`: "500", "429", "timeout", "unreachable", "cut")."""
+    streamed, and fails on demand (`failures`: "500", "429", "timeout", "unreachable", "cut", "no-done" (a stream
+    that ends cleanly without `[DONE]`), "truncate" (a 200 whose JSON body is cut in half))."""
 
     def __init__(self) -> None:
         self.requests: list[httpx.Request] = []
@@ -53,9 +54,12 @@ class MockUpstream:
         text = answer_for(body, self.chat_calls)
         if body.get("stream"):
             events = stream_events(body, text, self.chat_calls)
-            chunks = events[:CUT_AFTER] if failure == "cut" else [*events, DONE]
+            chunks = events[:CUT_AFTER] if failure == "cut" else events if failure == "no-done" else [*events, DONE]
             return httpx.Response(200, headers={"content-type": "text/event-stream"},
                                   content=_chunks(chunks, cut=failure == "cut"))
+        if failure == "truncate":
+            whole = json.dumps(completion(body, text, self.chat_calls)).encode()
+            return httpx.Response(200, content=whole[: len(whole) // 2], headers={"content-type": "application/json"})
         return httpx.Response(200, json=completion(body, text, self.chat_calls), headers={"x-request-id": "stub"})
 
 

@@ -96,6 +96,11 @@ class GatewayProcess:
         self.log_path = log_path
         self._proc: subprocess.Popen[bytes] | None = None
 
+    @property
+    def data_dir(self) -> Path:
+        """The `DEJA_DATA_DIR` it was started with (its SQLite file and secret live there)."""
+        return Path(self.env["DEJA_DATA_DIR"])
+
     def start(self, timeout: float = 120.0) -> GatewayProcess:
         env = {**os.environ, "HF_HUB_OFFLINE": "1", **self.env}
         with self.log_path.open("ab") as log:
@@ -121,6 +126,13 @@ class GatewayProcess:
                 self._proc.wait(20)
             except subprocess.TimeoutExpired:
                 self._proc.kill()
+            self._proc = None
+
+    def kill(self) -> None:
+        """`kill -9`: no shutdown, no flush, whatever was in flight is cut."""
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait(20)
             self._proc = None
 
     def restart(self) -> None:

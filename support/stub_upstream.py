@@ -28,8 +28,13 @@ class StubState:
     # Configuration, kept across `reset()`: prompt -> intent, and seconds to wait before every chat answer.
     answers: Mapping[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    # When set, every answer ends with the credentials the request carried (`[credential: ...]`), so a test
+    # can tell whose answer a response is.
+    tag_credentials: bool = False
     calls: list[dict[str, Any]] = field(default_factory=list)
-    failures: deque[str] = field(default_factory=deque)  # "500", "429", "hang", "cut"
+    # "500", "429", "hang", "cut" (stream dropped mid-way), "no-done" (stream ends cleanly without [DONE]),
+    # "truncate" (a 200 whose JSON body is cut short, framing intact), "short" (fewer bytes than Content-Length)
+    failures: deque[str] = field(default_factory=deque)
     chunk_delay: float = 0.0
     streams_finished: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -48,6 +53,18 @@ def intent_answer(intent: str, words: int = 16) -> str:
     """The same text for every prompt of `intent`, clearly different text for any other intent."""
     rng = random.Random(intent)  # seeded by the string: the same words in every process
     return " ".join(rng.choice(ANSWER_WORDS) for _ in range(words)).capitalize() + "."
+
+
+def credential_tag(headers: Mapping[str, str]) -> str:
+    """The credentials an upstream would check (bearer token or other scheme, api-key, x-api-key), as a tag."""
+    found = set()
+    for name in ("authorization", "api-key", "x-api-key"):
+        value = (headers.get(name) or "").strip()
+        if name == "authorization" and value.lower().startswith("bearer"):
+            value = value[6:].strip()
+        if value:
+            found.add(value)
+    return f"[credential: {' + '.join(sorted(found)) or 'none'}]"
 
 
 def completion(body: dict[str, Any], text: str, n: int) -> dict[str, Any]:
@@ -106,8 +123,33 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._json(404, {"error": {"message": "no such route", "type": "invalid_request_error"}})
 
+    def _read_body(self) -> bytes:
+        """The request body, `Content-Length` or chunked (Deja streams pass-through bodies chunked)."""
+        if "chunked" not in (self.headers.get("Transfer-Encoding") or "").lower():
+            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        chunks = []
+        while True:
+            size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                while self.rfile.readline().strip():  # trailers, then the blank line
+                    pass
+                return b"".join(chunks)
+            chunks.append(self.rfile.read(size))
+            self.rfile.readline()
+
+    def _other_method(self) -> None:
+        self._record(self._read_body())
+        if self.command == "HEAD":
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self._json(404, {"error": {"message": "no such route", "type": "invalid_request_error"}})
+
+    do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _other_method
+
     def do_POST(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        raw = self._read_body()
         n = self._record(raw)
         if self.path == "/v1/embeddings":
             self._json(200, {"object": "list", "data": [{"embedding": [0.1, 0.2], "index": 0}]})
@@ -127,25 +169,41 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(3)
             self._json(200, self._completion(body, n))
             return
-        if body.get("stream"):
-            self._stream(body, n, cut=failure == "cut")
+        if failure in ("truncate", "short"):
+            self._truncated(self._completion(body, n), short=failure == "short")
+        elif body.get("stream"):
+            self._stream(body, n, failure)
         else:
             self._json(200, self._completion(body, n))
 
+    def _truncated(self, payload: dict[str, Any], short: bool) -> None:
+        data = json.dumps(payload).encode()
+        cut = data[: len(data) // 2]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data) if short else len(cut)))
+        self.end_headers()
+        self.wfile.write(cut)
+        self.wfile.flush()
+        if short:
+            self.connection.shutdown(2)
+            self.close_connection = True
+
     def _answer(self, body: dict[str, Any], n: int) -> str:
         intent = self.state.answers.get(str(body["messages"][-1].get("content")))
-        return answer_for(body, n) if intent is None else intent_answer(intent)
+        text = answer_for(body, n) if intent is None else intent_answer(intent)
+        return f"{text} {credential_tag(self.headers)}" if self.state.tag_credentials else text
 
     def _completion(self, body: dict[str, Any], n: int) -> dict[str, Any]:
         return completion(body, self._answer(body, n), n)
 
-    def _stream(self, body: dict[str, Any], n: int, cut: bool) -> None:
+    def _stream(self, body: dict[str, Any], n: int, failure: str | None) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         for i, event in enumerate(stream_events(body, self._answer(body, n), n)):
-            if cut and i == CUT_AFTER:
+            if failure == "cut" and i == CUT_AFTER:
                 self.wfile.flush()
                 self.connection.shutdown(2)  # drop the connection mid-stream, no terminating chunk
                 self.close_connection = True
@@ -153,7 +211,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._chunk(event)
             if self.state.chunk_delay:
                 time.sleep(self.state.chunk_delay)
-        self._chunk(DONE)
+        if failure != "no-done":
+            self._chunk(DONE)
         self._chunk(b"")
         with self.state.lock:
             self.state.streams_finished += 1

@@ -196,3 +196,13 @@ def test_replay_vcache_refuses_a_budget_outside_zero_one(budget: str) -> None:
     code, _, _ = _run("replay", "--stream", str(FIXTURES / "stream.jsonl"), "--decision", "vcache", "--budget",
                       budget, "--embedder", "hash")
     assert code == 2
+
+
+def test_replay_learn_json_has_before_and_learned_rates() -> None:
+    code, out, _ = _run("replay", "--stream", str(FIXTURES / "stream.jsonl"), "--learn", "0.5", "--embedder",
+                        "hash", "--json")
+    assert code == 0
+    report = json.loads(out)
+    for part in ("before", "learned"):
+        assert set(report[part]) >= {"requests", "served", "correct", "wrong_over_served"}
+        assert report[part]["requests"] == 3
