@@ -27,6 +27,11 @@ from index.store import EntryStore, IndexedVector
 
 log = logging.getLogger("deja.cache")
 
+# Nearest neighbours read and decided per semantic lookup (`DEJA_CANDIDATES`).
+DEFAULT_CANDIDATES = 3
+# Candidates at or above this similarity are decided and logged even below the threshold (`DEJA_DECISION_LOG_FLOOR`).
+DEFAULT_LOG_FLOOR = 0.5
+
 
 @dataclass(frozen=True)
 class CacheConfig:
@@ -34,9 +39,8 @@ class CacheConfig:
 
     policy: MatchPolicy
     ttl_seconds: float | None = None
-    candidates: int = 3
-    # Candidates at or above this similarity are read and decided even below the threshold, for the log.
-    log_floor: float = 0.5
+    candidates: int = DEFAULT_CANDIDATES
+    log_floor: float = DEFAULT_LOG_FLOOR
     # The namespaces whose semantic index this replica holds (all by default); see `index.sharding`.
     shard: Shard = field(default_factory=Shard)
 

@@ -50,6 +50,8 @@ class DecisionRecord:
     reason: Reason
     vetoed_by: str | None
     created_at: float
+    # The API the request spoke (`chat`, `messages`, `responses`): `eval sweep --traffic --api` filters on it.
+    api: str = "chat"
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,7 @@ def _row_to_decision(m: object) -> DecisionRecord:
     return DecisionRecord(
         row["request_id"], row["namespace"], row["model"], row["prompt"], row["entry_id"], row["candidate_prompt"],
         float(row["similarity"]), float(row["min_similarity"]), stages, row["verdict"], reason, vetoed_by,
-        float(row["created_at"]),
+        float(row["created_at"]), row["api"],
     )
 
 
@@ -118,7 +120,7 @@ class DecisionLog:
             "request_id": r.request_id, "namespace": r.namespace, "model": r.model, "prompt": r.prompt,
             "entry_id": r.entry_id, "candidate_prompt": r.candidate_prompt, "similarity": r.similarity,
             "min_similarity": r.min_similarity, "stages": _stages_json(r.stages), "verdict": r.verdict,
-            "vetoed_by": _outcome_column(r), "created_at": r.created_at,
+            "vetoed_by": _outcome_column(r), "created_at": r.created_at, "api": r.api,
         } for r in records]
         try:
             with self.engine.begin() as conn:
@@ -156,12 +158,15 @@ class DecisionLog:
             except IntegrityError:
                 conn.execute(update(labels).where(key).values(**values))
 
-    def labeled(self, namespace: str | None = None) -> list[LabeledDecision]:
-        """Every decision that has at least one label, with its label by precedence."""
+    def labeled(self, namespace: str | None = None, api: str | None = None) -> list[LabeledDecision]:
+        """Every decision that has at least one label, with its label by precedence; optionally one namespace's
+        or one API's only."""
         query = select(decisions, labels.c.source, labels.c.correct).join(
             labels, labels.c.request_id == decisions.c.request_id)
         if namespace is not None:
             query = query.where(decisions.c.namespace == namespace)
+        if api is not None:
+            query = query.where(decisions.c.api == api)
         with store_errors("read labeled decisions"), self.engine.connect() as conn:
             rows = conn.execute(query).all()
         best: dict[str, tuple[int, LabeledDecision]] = {}

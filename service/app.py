@@ -13,6 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from service import access_log, errors
 from service.admin import admin_router, feedback_router
 from service.deps import GatewayDep, MetricsDep
+from service.dialects import CHAT, MESSAGES, RESPONSES, error_dialect
 from service.gateway import Gateway
 from service.label_page import label_router
 from service.runtime import Parts, Runtime
@@ -36,7 +37,7 @@ def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
             await runtime.close()
 
     app = FastAPI(title="Deja", lifespan=lifespan, docs_url=None, redoc_url=None)
-    errors.install(app)
+    errors.install(app, lambda request: error_dialect(request.url.path, request.headers).error_body)
     app.include_router(feedback_router)
     app.include_router(admin_router)
     app.include_router(label_router)
@@ -58,9 +59,17 @@ def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
     async def metrics(metrics: MetricsDep) -> Response:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
-    @app.post("/v1/chat/completions")
+    @app.post(CHAT.path)
     async def chat(request: Request, gw: GatewayDep) -> Response:
-        return await gw.chat(request)
+        return await gw.handle(request, CHAT)
+
+    @app.post(MESSAGES.path)
+    async def messages(request: Request, gw: GatewayDep) -> Response:
+        return await gw.handle(request, MESSAGES)
+
+    @app.post(RESPONSES.path)
+    async def responses(request: Request, gw: GatewayDep) -> Response:
+        return await gw.handle(request, RESPONSES)
 
     @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"])
     async def passthrough(path: str, request: Request, gw: GatewayDep) -> Response:

@@ -46,6 +46,7 @@ def serve(
     host: Annotated[str, typer.Option(help="Interface to bind")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to bind")] = 8080,
     upstream_url: Annotated[str | None, typer.Option(help="DEJA_UPSTREAM_URL")] = None,
+    anthropic_upstream_url: Annotated[str | None, typer.Option(help="DEJA_ANTHROPIC_UPSTREAM_URL")] = None,
     database_url: Annotated[str | None, typer.Option(help="DEJA_DATABASE_URL")] = None,
     redis_url: Annotated[str | None, typer.Option(help="DEJA_REDIS_URL")] = None,
     min_similarity: Annotated[float | None, typer.Option(help="DEJA_MIN_SIMILARITY")] = None,
@@ -61,7 +62,8 @@ def serve(
     from service.app import create_app
 
     overrides = {k: v for k, v in {
-        "upstream_url": upstream_url, "database_url": database_url, "redis_url": redis_url,
+        "upstream_url": upstream_url, "anthropic_upstream_url": anthropic_upstream_url,
+        "database_url": database_url, "redis_url": redis_url,
         "min_similarity": min_similarity, "data_dir": data_dir, "log_level": log_level,
     }.items() if v is not None}
     settings = Settings(**overrides)  # type: ignore[arg-type]

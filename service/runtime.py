@@ -30,6 +30,7 @@ from index.snapshot import SnapshotDir
 from index.stages import build_stages
 from index.store import EntryStore, make_engine
 from service.credentials import credential_policy
+from service.dialects.base import UpstreamName
 from service.metrics import Metrics
 from service.settings import Settings
 from service.upstream import Upstream
@@ -37,12 +38,12 @@ from service.upstream import Upstream
 log = logging.getLogger("deja.runtime")
 
 
-def build_upstream(settings: Settings, transport: httpx.AsyncBaseTransport | None = None) -> Upstream:
+def build_upstream(settings: Settings, base_url: str, transport: httpx.AsyncBaseTransport | None = None) -> Upstream:
     timeout = httpx.Timeout(connect=settings.upstream_connect_timeout, read=settings.upstream_read_timeout,
                             write=30.0, pool=10.0)
     limits = httpx.Limits(max_connections=settings.upstream_max_connections,
                           max_keepalive_connections=settings.upstream_max_connections)
-    return Upstream(settings.upstream_url, timeout, limits, transport)
+    return Upstream(base_url, timeout, limits, transport)
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,8 @@ class Runtime:
         self.maintainer = Maintainer(self.cache, settings.max_entries, clock=self.clock)
         self.decisions = DecisionLog(self.engine)
         self.thresholds = Thresholds(self.policy)
-        self.upstream = build_upstream(settings, parts.transport)
+        self.upstream = build_upstream(settings, settings.upstream_url, parts.transport)
+        self.anthropic_upstream = build_upstream(settings, settings.anthropic_upstream_url, parts.transport)
         self.secret = settings.secret_bytes()
         self.credentials = credential_policy(settings)
         self._pending: list[DecisionRecord] = []
@@ -127,6 +129,9 @@ class Runtime:
         self._task: asyncio.Task[None] | None = None
         self.audit_slots = asyncio.Semaphore(settings.audit_concurrency)
         self.background: set[asyncio.Task[None]] = set()
+
+    def upstream_for(self, name: UpstreamName) -> Upstream:
+        return self.anthropic_upstream if name is UpstreamName.ANTHROPIC else self.upstream
 
     @property
     def index(self) -> SemanticIndex:
@@ -252,4 +257,5 @@ class Runtime:
             await run_in_threadpool(self.save_snapshot)
         await run_in_threadpool(self.embedder.close)
         await self.upstream.aclose()
+        await self.anthropic_upstream.aclose()
         self.engine.dispose()

@@ -18,7 +18,7 @@ from index.embedder import HashEmbedder
 from service.app import create_app
 from service.runtime import Parts, Runtime
 from service.settings import Settings
-from support.stub_upstream import CUT_AFTER, DONE, answer_for, completion, stream_events
+from support.stub_dialects import CUT_AFTER, DONE, answer_for, completion, stream_events
 
 CHAT = "/v1/chat/completions"
 ADMIN_TOKEN = "admin-secret"
