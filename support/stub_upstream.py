@@ -217,6 +217,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver's default listen backlog is 5: a burst of 32 new connections would be refused (a 502 that
+    # says nothing about Deja).
+    request_queue_size = 256
+    daemon_threads = True
+
+
 class StubUpstream:
     """Start with `with StubUpstream() as stub:`; `stub.url` is the base URL to give Deja.
 
@@ -227,7 +234,7 @@ class StubUpstream:
     def __init__(self, answers: Mapping[str, str] | None = None, delay: float = 0.0) -> None:
         self.state = StubState(answers=dict(answers or {}), delay=delay)
         handler = type("Handler", (_Handler,), {"state": self.state})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = _Server(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
