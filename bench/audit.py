@@ -17,8 +17,8 @@ from pathlib import Path
 import httpx
 
 from bench.common import p
-from tests.support.services import GatewayProcess
-from tests.support.stub_upstream import StubUpstream
+from support.services import GatewayProcess
+from support.stub_upstream import StubUpstream
 
 PROMPT = "How do I reset my password for the billing portal?"
 PARAPHRASE = "How can I reset my password for the billing portal?"

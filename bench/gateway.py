@@ -23,8 +23,8 @@ from index.keys import build_key
 from index.policy import MatchPolicy
 from index.records import QueryVectors
 from index.store import EntryStore, make_engine
-from tests.support.services import GatewayProcess
-from tests.support.stub_upstream import StubUpstream
+from support.services import GatewayProcess
+from support.stub_upstream import StubUpstream
 
 PROMPT = "How do I reset my password for the billing portal?"
 PARAPHRASE = "How can I reset my password for the billing portal?"

@@ -186,7 +186,7 @@ def _sqlite_objects(store: EntryStore) -> dict[str, int]:
 
 
 def postgres_size(rows: list[CacheEntry]) -> StoreSize:
-    from tests.support.services import PgDatabase
+    from support.services import PgDatabase
 
     with PgDatabase() as db:
         store = EntryStore(make_engine(db.url))

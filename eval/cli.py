@@ -31,6 +31,7 @@ from index.settings import Settings
 from index.stages import Stage, build_stages, parse_stage_names
 
 if TYPE_CHECKING:
+    from eval.learn import LearnConfig
     from eval.sweep import SweepConfig, SweepReport
     from eval.tables import TableData
     from eval.traffic import TrafficReport
@@ -162,6 +163,9 @@ def sweep(
         "file when no database URL is given.")] = None,
     namespace: Annotated[str | None, typer.Option(
         help="--traffic: only this namespace (as logged: the hash of an API key).")] = None,
+    api: Annotated[str | None, typer.Option(
+        help="--traffic: only decisions made for this API, as the gateway logs it: chat (/v1/chat/completions), "
+        "messages (Anthropic /v1/messages) or responses (/v1/responses).")] = None,
     apply: Annotated[bool, typer.Option(
         "--apply", help="--traffic: store each chosen threshold for its namespace (all namespaces: *); running "
         "gateways use it within DEJA_SYNC_INTERVAL_SECONDS. Needs --max-false-hit-rate.")] = False,
@@ -174,6 +178,7 @@ def sweep(
     _check_fraction(max_false_hit_rate, "--max-false-hit-rate")
     _check_fraction(confidence, "--confidence")
     _check_source(dataset, traffic, apply, namespace, max_false_hit_rate)
+    _check_api(traffic, apply, api)
     overrides = {k: v for k, v in (("database_url", database_url), ("data_dir", data_dir)) if v is not None}
     settings = _settings(**overrides)
     # The decision log is swept over thresholds (`eval fit --traffic` refits the judge on it).
@@ -191,7 +196,7 @@ def sweep(
     if dataset is not None:
         _sweep_dataset(dataset, fmt, embedder, config, output)
         return
-    _sweep_traffic(_TrafficSource(settings.sql_url, namespace, apply), config, output)
+    _sweep_traffic(_TrafficSource(settings.sql_url, namespace, apply, api), config, output)
 
 
 @dataclass(frozen=True)
@@ -204,11 +209,13 @@ class _Output:
 
 @dataclass(frozen=True)
 class _TrafficSource:
-    """Which decision log to sweep (`namespace` None: every namespace) and whether to store the choices."""
+    """Which decision log to sweep (`namespace` None: every namespace; `api` None: every API) and whether to
+    store the choices."""
 
     url: str
     namespace: str | None
     apply: bool
+    api: str | None = None
 
 
 def _check_source(
@@ -220,6 +227,15 @@ def _check_source(
         raise typer.BadParameter("--apply and --namespace need --traffic", param_hint="--traffic")
     if apply and target is None:
         raise typer.BadParameter("--apply needs --max-false-hit-rate to choose by", param_hint="--apply")
+
+
+def _check_api(traffic: bool, apply: bool, api: str | None) -> None:
+    if api is None:
+        return
+    if not traffic:
+        raise typer.BadParameter("--api needs --traffic", param_hint="--api")
+    if apply:  # a namespace's threshold serves every API it calls: it is chosen from all of them
+        raise typer.BadParameter("--apply chooses from every API's labels: drop --api", param_hint="--api")
 
 
 def _sweep_dataset(
@@ -289,8 +305,8 @@ def _sweep_traffic(source: _TrafficSource, config: SweepConfig, output: _Output)
 
     try:
         with decision_log(source.url) as log:
-            labeled = log.labeled(source.namespace)
-            report = traffic_report(labeled, config, source.url, source.namespace)
+            labeled = log.labeled(source.namespace, source.api)
+            report = traffic_report(labeled, config, source.url, source.namespace, source.api)
             if source.apply:
                 report = apply_choices(log, report, time.time())
     except StoreUnavailable as exc:
@@ -379,7 +395,12 @@ def replay(
         "--budget", "--budgets", help="--decision judge or vcache: the false-hit budgets (vCache: error bounds "
         "delta) to replay at, e.g. 0.02 or 0.01,0.02,0.05. Default: DEJA_MAX_FALSE_HIT_RATE.",
         show_default=False)] = None,
-    seed: Annotated[int, typer.Option(help="--decision vcache: seed of its random exploration.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of random exploration and audits (vcache, --learn).")] = 0,
+    learn: Annotated[float | None, typer.Option(
+        "--learn", help="Simulate a deployment that learns: the first FRACTION of the trace is served by the "
+        "shipped judge and labelled only as a gateway would (exploration at DEJA_EXPLORE_RATE, shadows of "
+        "near-misses, audits at DEJA_AUDIT_RATE), then the judge is refitted and serves the rest. The budget is "
+        "the first --budget.", metavar="FRACTION")] = None,
     stages: StagesOption = None,
     as_json: JsonOption = False,
     embedder: EmbedderOption = EmbedderName.MINILM,
@@ -392,6 +413,11 @@ def replay(
 
     name, requests = _trace(stream, clusters, part)
     settings = _settings()
+    if learn is not None:
+        _check_fraction(learn, "--learn")
+        first = _budgets(budget, build_policy(settings))[0]
+        _print_learn(name, requests, make_embedder(embedder), _learn_config(learn, first, seed), as_json)
+        return
     if decision is ReplayDecision.VCACHE:
         deltas = _budgets(budget, build_policy(settings))
         model = make_embedder(embedder)
@@ -431,6 +457,44 @@ def _budgets(spec: str | None, policy: MatchPolicy) -> tuple[float, ...]:
     return values
 
 
+def _learn_config(fraction: float, budget: float, seed: int) -> LearnConfig:
+    from eval.learn import LearnConfig
+    from index.explore import Exploration
+
+    settings = _settings()
+    return LearnConfig(fraction, budget, Exploration(settings.explore_rate), settings.audit_rate,
+                       settings.decision_log_floor, seed=seed)
+
+
+def _print_learn(name: str, requests: Sequence[StreamRequest], model: Embedder, config: LearnConfig,
+                 as_json: bool) -> None:
+    from eval.embedding import MemoEmbedder, embed_unique, unique_texts
+    from eval.learn import run_learn
+    from eval.report import to_json
+    from eval.tables import learn_table
+    from index.judge import JudgeModelError, load_judge
+
+    try:
+        prior = load_judge()
+    except JudgeModelError as exc:
+        _fail(str(exc))
+    with _progress("embedding", len(unique_texts(r.prompt for r in requests))) as advance:
+        memo = MemoEmbedder(model, embed_unique(model, (r.prompt for r in requests), progress=advance))
+    report = run_learn(name, requests, memo, prior, config)
+    if as_json:
+        typer.echo(to_json(report))
+        return
+    console = _out()
+    console.print(f"{name}: {len(requests)} requests · learn from the first {config.fraction:.0%} · budget "
+                  f"{config.max_false_hit_rate:g} · {report.refit} ({_label_counts(report.labels)}, "
+                  f"{report.labels_same} same)", markup=False)
+    _print_table(console, learn_table(report))
+
+
+def _label_counts(labels: dict[str, int]) -> str:
+    return ", ".join(f"{n} {source}" for source, n in labels.items()) or "no labels"
+
+
 def _print_vcache(
     name: str, requests: Sequence[StreamRequest], model: Embedder, deltas: Sequence[float], seed: int,
     as_json: bool,
@@ -467,3 +531,88 @@ def _trace(stream: Path | None, clusters: Path | None, part: str | None) -> tupl
     if not chosen:
         _fail(f"{source.name} has no requests in part {part!r} (its lines need a \"part\" field)")
     return f"{source.name} ({part})", chosen
+
+
+@app.command()
+def fit(
+    traffic: Annotated[bool, typer.Option(
+        "--traffic", help="Refit the judge on the gateway's labelled decisions (its decision log).")] = False,
+    namespace: Annotated[str | None, typer.Option(
+        help="Only this namespace's labels (as logged: the hash of an API key).")] = None,
+    apply: Annotated[bool, typer.Option(
+        "--apply", help="Put the refitted judge in force for every replica (within DEJA_SYNC_INTERVAL_SECONDS), "
+        "only if it beats the judge in force on the most recent labels at the budget.")] = False,
+    rollback: Annotated[bool, typer.Option(
+        "--rollback", help="Retire the judge in force and restore the one applied before it (or the shipped "
+        "prior).")] = False,
+    budget: Annotated[float, typer.Option(help="False-hit budget the judges are compared at.")] = 0.02,
+    seed: Annotated[int, typer.Option(help="Seed of the refit's held-out split and trees.")] = 0,
+    as_json: JsonOption = False,
+) -> None:
+    """Learn from traffic: refit the judge on the decision log's labels on top of the shipped prior, validate
+    it against the judge in force on the most recent 30% of the labels, and apply it only if it does better."""
+    _check_fraction(budget, "--budget")
+    if traffic == rollback:
+        raise typer.BadParameter("give either --traffic or --rollback", param_hint="--traffic / --rollback")
+    if rollback and (apply or namespace is not None):
+        raise typer.BadParameter("--rollback takes no --apply or --namespace", param_hint="--rollback")
+    url = _settings().sql_url
+    if rollback:
+        _rollback(url)
+        return
+    _fit_traffic(url, namespace, apply, budget, seed, as_json)
+
+
+def _rollback(url: str) -> None:
+    from eval.traffic import decision_log, display_url
+    from index.judge_store import JudgeStore
+
+    try:
+        with decision_log(url) as log:
+            version = JudgeStore(log.engine).rollback()
+    except StoreUnavailable as exc:
+        _fail(f"cannot use the judge store at {display_url(url)}: {_first_line(exc)}")
+    except LookupError as exc:
+        _fail(str(exc.args[0]))
+    _out().print(f"in force now: {version or 'the shipped prior'}", markup=False)
+
+
+def _fit_traffic(url: str, namespace: str | None, apply: bool, budget: float, seed: int, as_json: bool) -> None:
+    import dataclasses
+
+    from eval.fit import FitError, fit_traffic
+    from eval.report import to_json
+    from eval.traffic import decision_log, display_url
+    from index.judge import JudgeModelError, load_judge
+    from index.judge_store import JudgeStore
+
+    try:
+        with decision_log(url) as log:
+            store = JudgeStore(log.engine)
+            labeled = log.labeled(namespace)
+            prior = load_judge()
+            version = store.in_force()
+            in_force = prior if version is None else store.load(version)
+            candidate, report = fit_traffic(labeled, prior, in_force, budget, seed, namespace)
+            now = time.time()
+            store.save(candidate, report.trained_on + report.validated_on, now, report.reason)
+            if apply and report.better:
+                store.apply(candidate.version, now)
+                report = dataclasses.replace(report, applied=True)
+    except StoreUnavailable as exc:
+        _fail(f"cannot use the decision log at {display_url(url)}: {_first_line(exc)}")
+    except (FitError, JudgeModelError) as exc:
+        _fail(str(exc))
+    if as_json:
+        typer.echo(to_json(report))
+        return
+    from eval.tables import fit_table
+
+    _print_table(_out(), fit_table(report))
+    verdict = "applied" if report.applied else ("better; not applied (no --apply)" if report.better else
+                                                "not applied")
+    _out().print(f"{candidate.version}: {verdict}: {report.reason}", markup=False)
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0]  # driver errors run over several lines

@@ -17,6 +17,8 @@ from eval.sweep import Sweep, SweepReport
 from eval.tables import TableData, choice_line, stage_label, summary_line, sweep_tables
 
 if TYPE_CHECKING:
+    from eval.fit import FitReport
+    from eval.learn import LearnReport
     from eval.vcache import VCacheReport
 
 # Tableau colours without red, which marks the overall false-hit rate.
@@ -27,7 +29,7 @@ CSV_FIELDS = (
 )
 
 
-def to_json(report: SweepReport | ReplayReport | VCacheReport) -> str:
+def to_json(report: SweepReport | ReplayReport | VCacheReport | LearnReport | FitReport) -> str:
     """The whole report as indented JSON (tuples become lists, missing rates become null)."""
     return json.dumps(dataclasses.asdict(report), indent=2, ensure_ascii=False)
 

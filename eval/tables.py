@@ -12,6 +12,8 @@ from eval.sweep import StageVetoes, Sweep, SweepPoint, SweepReport, ThresholdCho
 from index.judge_rule import JUDGE_STAGE
 
 if TYPE_CHECKING:
+    from eval.fit import FitReport
+    from eval.learn import LearnReport
     from eval.vcache import VCacheRow
 
 
@@ -160,6 +162,24 @@ def vcache_table(rows: Sequence[VCacheRow]) -> TableData:
                    pct(rate(row.exact_hits, row.requests)), pct(rate(row.semantic_hits, row.requests)),
                    pct(row.explored_rate), pct(row.oracle_rate)) for row in rows)
     return TableData("vCache replay (rates are % of all requests, except wrong ÷ served)", headers, cells)
+
+
+def learn_table(report: LearnReport) -> TableData:
+    headers = ("part", "requests", "served", "correct", "wrong\n÷ served", "explored", "judge")
+    cells = tuple((label, str(part.requests), pct(part.served), pct(part.correct), pct(part.wrong_over_served),
+                   pct(part.explored), part.judge_version)
+                  for label, part in (("before the refit", report.before), ("after the refit", report.learned)))
+    return TableData("learning replay (rates are % of the part's requests, except wrong ÷ served)", headers, cells)
+
+
+def fit_table(report: FitReport) -> TableData:
+    headers = ("judge", "version", "bar", "served", "right", "wrong", "wrong\n÷ served")
+    cells = tuple((name, v.version, "never" if v.bar is None else f"{v.bar:.3f}", str(v.served), str(v.right),
+                   str(v.wrong), pct(v.wrong_over_served))
+                  for name, v in (("refit", report.candidate), ("in force", report.in_force)))
+    title = (f"fit on {report.trained_on} labels, validated on the {report.validated_on} most recent at budget "
+             f"{report.max_false_hit_rate:g}")
+    return TableData(title, headers, cells)
 
 
 def sweep_tables(report: SweepReport) -> tuple[TableData, ...]:

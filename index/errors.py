@@ -3,9 +3,11 @@ OpenAI-shaped HTTP errors in one place.
 
     DejaError                      (here)
     ├── StoreUnavailable           SQL or Redis failed; callers degrade to a counted miss
+    ├── Overloaded                 a bounded queue (embedding) is full: 503 with Retry-After
     ├── SchemaMismatch             the SQL schema is not the one this build knows
     ├── StageUnavailable           a verification stage could not be loaded
     │   └── VerifierModelError     the shipped verifier files are missing or do not fit the base model
+    ├── JudgeModelError            (index.judge) the judge files are missing, unreadable or of another format
     ├── HttpError                  (service.errors) the HTTP layer's errors, each with its status
     │   ├── BadRequest             the caller sent something we cannot parse or validate (400)
     │   │   └── PayloadTooLarge    the body is over the limit (413)
@@ -29,6 +31,14 @@ class DejaError(Exception):
 
 class StoreUnavailable(DejaError):
     pass
+
+
+class Overloaded(DejaError):
+    """Back-pressure: try again after `retry_after_seconds` (sent as `Retry-After`)."""
+
+    def __init__(self, message: str, retry_after_seconds: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
 
 
 class SchemaMismatch(DejaError):

@@ -10,23 +10,28 @@ import threading
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import hnswlib
 import numpy as np
+import numpy.typing as npt
 
 from index.embedder import Vector
 from index.records import Neighbor
+from index.scan import ScopeMatrices
 
 
 @dataclass(frozen=True)
 class HnswParams:
-    """Graph parameters. Small scopes are scanned exactly; HNSW takes over above `exact_scan_below`."""
+    """Graph parameters. Small scopes are scanned exactly (over in-memory copies of their vectors, at most
+    `scan_cache_rows` rows in all); HNSW takes over above `exact_scan_below`."""
 
     m: int = 16
     ef_construction: int = 200
     ef_search: int = 64
     initial_capacity: int = 1024
     exact_scan_below: int = 2048
+    scan_cache_rows: int = 262_144
 
 
 class SemanticIndex:
@@ -46,6 +51,7 @@ class SemanticIndex:
         self._scope_of: dict[int, str] = {}
         self._members: dict[str, set[int]] = defaultdict(set)
         self._max_id = 0
+        self._scans = ScopeMatrices(self.params.scan_cache_rows)
         self._lock = threading.RLock()
 
     def __len__(self) -> int:
@@ -75,10 +81,16 @@ class SemanticIndex:
             needed = len(self._scope_of) + len(entry_ids)
             if needed > self._index.get_max_elements():
                 self._index.resize_index(max(2 * self._index.get_max_elements(), needed, 1024))
-            self._index.add_items(np.asarray(vectors, np.float32), list(entry_ids), replace_deleted=True)
-            for entry_id, scope in zip(entry_ids, scopes, strict=True):
+            matrix = np.asarray(vectors, np.float32)
+            self._index.add_items(matrix, list(entry_ids), replace_deleted=True)
+            for row, (entry_id, scope) in enumerate(zip(entry_ids, scopes, strict=True)):
                 self._scope_of[entry_id] = scope
-                self._members[scope].add(entry_id)
+                members = self._members[scope]
+                members.add(entry_id)
+                if len(members) < self.params.exact_scan_below:
+                    self._scans.add(scope, entry_id, matrix[row])
+                else:
+                    self._scans.drop(scope)
             self._max_id = max(self._max_id, *entry_ids)
 
     def remove(self, entry_id: int) -> None:
@@ -87,10 +99,12 @@ class SemanticIndex:
             if scope is None:
                 return
             self._index.mark_deleted(entry_id)
+            self._scans.remove(scope, entry_id)
             members = self._members[scope]
             members.discard(entry_id)
             if not members:
                 del self._members[scope]
+                self._scans.drop(scope)
 
     def search(self, vector: Vector, scope: str, k: int = 1) -> list[Neighbor]:
         """Up to `k` nearest entries of `scope`, most similar first."""
@@ -111,11 +125,51 @@ class SemanticIndex:
                     ]
                 except RuntimeError:
                     pass  # the filtered graph walk found fewer than k: fall back to the exact scan
-            return self._scan(members, query[0], k)
+            found = self._scans.search(scope, members, query[0], k, self._vectors_of)
+            return [Neighbor(entry_id, similarity) for entry_id, similarity in found]
 
-    def _scan(self, members: set[int], query: Vector, k: int) -> list[Neighbor]:
-        ids = np.fromiter(members, dtype=np.int64, count=len(members))
-        matrix = np.asarray(self._index.get_items(ids, return_type="numpy"), np.float32)
-        sims = matrix @ query
-        order = np.argsort(-sims)[:k]
-        return [Neighbor(int(ids[i]), float(sims[i])) for i in order]
+    def _vectors_of(self, ids: npt.NDArray[np.int64]) -> Vector:
+        return np.asarray(self._index.get_items(ids, return_type="numpy"), np.float32)
+
+    def save(self, path: Path) -> IndexContents:
+        """Write the graph to `path` (hnswlib's format) and return what it holds, under one lock so they agree."""
+        with self._lock:
+            self._index.save_index(str(path))
+            return self._contents()
+
+    def _contents(self) -> IndexContents:
+        codes: dict[str, int] = {}
+        ids = np.fromiter(self._scope_of.keys(), dtype=np.int64, count=len(self._scope_of))
+        scope_codes = np.fromiter((codes.setdefault(s, len(codes)) for s in self._scope_of.values()),
+                                  dtype=np.int32, count=len(self._scope_of))
+        return IndexContents(ids, scope_codes, tuple(codes), self._max_id)
+
+    @classmethod
+    def load(cls, path: Path, dim: int, params: HnswParams, contents: IndexContents) -> SemanticIndex:
+        """An index from a file written by `save` (the caller has checked the file's integrity)."""
+        index = cls(dim, params)
+        graph = hnswlib.Index(space="ip", dim=dim)
+        graph.load_index(str(path), max_elements=0, allow_replace_deleted=True)
+        if graph.get_current_count() < len(contents.ids):
+            raise ValueError("snapshot graph holds fewer elements than its scope table")
+        graph.set_ef(params.ef_search)
+        index._index = graph
+        names = contents.scopes
+        scope_of = index._scope_of
+        members = index._members
+        for entry_id, code in zip(contents.ids.tolist(), contents.scope_codes.tolist(), strict=True):
+            scope = names[code]
+            scope_of[entry_id] = scope
+            members[scope].add(entry_id)
+        index._max_id = contents.max_id
+        return index
+
+
+@dataclass(frozen=True)
+class IndexContents:
+    """Which entry lives in which scope (scopes stored once, referenced by code), and the highest id added."""
+
+    ids: npt.NDArray[np.int64]
+    scope_codes: npt.NDArray[np.int32]
+    scopes: tuple[str, ...]
+    max_id: int

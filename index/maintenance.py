@@ -11,16 +11,20 @@ from dataclasses import dataclass
 
 from index.cache import Cache
 from index.errors import StoreUnavailable
+from index.hnsw import SemanticIndex
+from index.snapshot import Manifest, SnapshotDir
 from index.store import Tombstone
 
 log = logging.getLogger("deja.maintenance")
 
 
 @dataclass(frozen=True)
-class SyncReport:
+class StartReport:
+    """How the index came up: from a snapshot (plus `added` entries caught up from SQL) or rebuilt."""
+
+    from_snapshot: bool
     added: int
-    removed: int
-    evicted: int = 0
+    removed: int = 0
 
 
 class Maintainer:
@@ -38,33 +42,68 @@ class Maintainer:
         self._lock = threading.Lock()
         self.evictions = 0
 
-    def start(self) -> int:
-        """Warm the index from SQL and remember where the tombstones end."""
+    def start(self, snapshot: SnapshotDir | None = None) -> StartReport:
+        """Load the snapshot when it is valid and not ahead of SQL, then catch up past its watermark; otherwise
+        rebuild from SQL. Either way the index then holds every live entry SQL has."""
+        restored = None
+        if snapshot is not None:
+            restored = snapshot.load(self.cache.embedder.model_id, self.cache.index.dim, self.cache.index.params)
+        if restored is not None and not self._ahead_of_sql(restored.manifest):
+            return self._catch_up(restored.index, restored.manifest)
         self._tombstone_seq = self.cache.store.last_tombstone()
-        return self.cache.warm()
+        return StartReport(False, self.cache.warm())
+
+    def _ahead_of_sql(self, manifest: Manifest) -> bool:
+        """A snapshot that knows entries or tombstones SQL does not (a restored or reset database) is stale."""
+        store = self.cache.store
+        stale = manifest.watermark > store.max_id() or manifest.tombstone_seq > store.last_tombstone()
+        if stale:
+            log.warning("snapshot is ahead of SQL (database reset?), rebuilding")
+        return stale
+
+    def _catch_up(self, index: SemanticIndex, manifest: Manifest) -> StartReport:
+        self.cache.index = index
+        self._tombstone_seq = manifest.tombstone_seq
+        removed = self._apply_tombstones()  # first: SQLite may reuse a deleted id for a late entry
+        added = self.cache.warm()
+        # Entries below the watermark that committed after the snapshot was taken (see RECENT_WINDOW_SECONDS).
+        late = [i for i in self.cache.store.recent_ids(manifest.saved_at - self.RECENT_WINDOW_SECONDS)
+                if i not in index]
+        if late:
+            added += self.cache.add_bulk(self.cache.store.vectors_for(late))
+        return StartReport(True, added, removed)
+
+    def save_snapshot(self, snapshot: SnapshotDir) -> Manifest:
+        """Write the index and the watermark it covers (call from the thread that runs `sync`)."""
+        return snapshot.save(self.cache.index, self.cache.embedder.model_id, self._tombstone_seq, self.clock())
+
+    def _apply_tombstones(self) -> int:
+        removed = 0
+        while stones := self.cache.store.tombstones_after(self._tombstone_seq):
+            self._tombstone_seq = stones[-1].seq
+            self.forget(stones)
+            removed += len(stones)
+        return removed
 
     def touch(self, entry_id: int) -> None:
         with self._lock:
             self._touched.add(entry_id)
 
-    def sync(self) -> SyncReport:
+    def sync(self) -> None:
+        """Catch up: add entries other replicas wrote, forget deleted ones, record the hits served since."""
         index = self.cache.index
-        added = self.cache.warm()
+        self.cache.warm()
         recent = [i for i in self.cache.store.recent_ids(self.clock() - self.RECENT_WINDOW_SECONDS) if i not in index]
         if recent:
             # Ids below the watermark that committed late (see RECENT_WINDOW_SECONDS).
-            added += self.cache.add_bulk(self.cache.store.vectors_for(recent))
-        stones = self.cache.store.tombstones_after(self._tombstone_seq)
-        if stones:
-            self._tombstone_seq = stones[-1].seq
-            self.forget(stones)
+            self.cache.add_bulk(self.cache.store.vectors_for(recent))
+        self._apply_tombstones()
         with self._lock:
             touched, self._touched = sorted(self._touched), set()
         try:
             self.cache.store.record_hits(touched, self.clock())
         except StoreUnavailable:
             log.warning("could not record %d hits", len(touched))
-        return SyncReport(added, len(stones))
 
     def evict(self) -> int:
         ids = self.cache.store.eviction_candidates(self.clock(), self.max_entries)

@@ -46,6 +46,7 @@ class CacheEntry:
     prompt_vector: Vector | None = None
     context_vector: Vector | None = None
     context_text: str | None = None
+    embedding_model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class StoredEntry:
     prompt_vector: Vector | None = None
     context_vector: Vector | None = None
     context_text: str | None = None
+    embedding_model: str | None = None
 
 
 @dataclass(frozen=True)

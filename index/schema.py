@@ -13,6 +13,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    func,
 )
 
 metadata = MetaData()
@@ -36,9 +37,15 @@ entries = Table(
     Column("expires_at", Float, nullable=True),
     Column("last_hit_at", Float, nullable=True),
     Column("hits", Integer, nullable=False, default=0),
+    # The embedder whose vectors this row holds (NULL: the bundled MiniLM on torch, rows older than 0003).
+    Column("embedding_model", String(200), nullable=True),
     Index("ix_deja_entries_context", "context_key"),
     Index("ix_deja_entries_namespace_model", "namespace", "model"),
+    Index("ix_deja_entries_created_at", "created_at"),
+    Index("ix_deja_entries_expires_at", "expires_at"),
 )
+# LRU eviction reads entries in this order (migration 0003).
+Index("ix_deja_entries_last_used", func.coalesce(entries.c.last_hit_at, entries.c.created_at), entries.c.id)
 
 tombstones = Table(
     "deja_tombstones",
@@ -64,6 +71,7 @@ decisions = Table(
     Column("verdict", String(20), nullable=False),
     Column("vetoed_by", String(40), nullable=True),
     Column("created_at", Float, nullable=False),
+    Column("api", String(20), nullable=False, server_default="chat"),
     Index("ix_deja_decisions_namespace", "namespace"),
     Index("ix_deja_decisions_created_at", "created_at"),
 )
@@ -85,4 +93,16 @@ thresholds = Table(
     Column("min_similarity", Float, nullable=False),
     Column("labels", Integer, nullable=False),
     Column("updated_at", Float, nullable=False),
+)
+
+judge_models = Table(
+    "deja_judge_models",
+    metadata,
+    Column("version", String(40), primary_key=True),
+    Column("model", LargeBinary, nullable=False),
+    Column("labels", Integer, nullable=False),
+    Column("note", Text, nullable=True),
+    Column("created_at", Float, nullable=False),
+    Column("applied_at", Float, nullable=True),
+    Column("active", Boolean, nullable=False, default=False),
 )

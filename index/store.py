@@ -12,7 +12,7 @@ from sqlalchemy import ColumnElement, Engine, and_, create_engine, delete, event
 from sqlalchemy.engine import Row
 from sqlalchemy.exc import IntegrityError
 
-from index.embedder import Vector
+from index.embedder import BUNDLED_MODEL_ID, Vector
 from index.errors import store_errors
 from index.records import CacheEntry, StoredEntry
 from index.schema import entries, tombstones
@@ -26,6 +26,26 @@ class IndexedVector:
     scope: str
     vector: Vector
     expires_at: float | None
+    embedding_model: str = BUNDLED_MODEL_ID
+    namespace: str = ""
+
+
+@dataclass(frozen=True)
+class ReindexRow:
+    """An entry whose vectors another embedder made; `context_text` is set for conversations."""
+
+    entry_id: int
+    prompt: str
+    context_text: str | None
+
+
+@dataclass(frozen=True)
+class Reembedded:
+    entry_id: int
+    model_id: str
+    vector: Vector
+    prompt_vector: Vector | None
+    context_vector: Vector | None
 
 
 @dataclass(frozen=True)
@@ -53,7 +73,26 @@ def make_engine(url: str) -> Engine:
             cur.execute("PRAGMA busy_timeout=5000")
             cur.close()
 
+    if engine.dialect.name == "postgresql":
+        event.listen(engine, "before_cursor_execute", _without_nul, retval=True)
     return engine
+
+
+def _scrub(value: object) -> object:
+    """PostgreSQL text cannot hold NUL: it is stored as U+FFFD (keys are hashes of the original, so exact
+    matching is unaffected; only the stored copy of the text differs)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, dict):
+        return {k: _scrub(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_scrub(v) for v in value)
+    return value
+
+
+def _without_nul(_conn: object, _cursor: object, statement: str, parameters: object, _context: object,
+                 _executemany: bool) -> tuple[str, object]:
+    return statement, _scrub(parameters)
 
 
 def _vector(raw: object) -> Vector | None:
@@ -65,6 +104,8 @@ def _blob(vector: Vector | None) -> bytes | None:
 
 
 _SCOPE = func.coalesce(entries.c.scope_key, entries.c.context_key).label("scope")
+_MODEL_EXPR = func.coalesce(entries.c.embedding_model, BUNDLED_MODEL_ID)
+_MODEL = _MODEL_EXPR.label("embedding_model")
 
 
 def _row_to_entry(row: Row[tuple[object, ...]]) -> StoredEntry:
@@ -82,6 +123,7 @@ def _row_to_entry(row: Row[tuple[object, ...]]) -> StoredEntry:
         prompt_vector=_vector(m["prompt_vector"]),
         context_vector=_vector(m["context_vector"]),
         context_text=None if m["context_text"] is None else str(m["context_text"]),
+        embedding_model=str(m["embedding_model"] or BUNDLED_MODEL_ID),
     )
 
 
@@ -111,6 +153,7 @@ class EntryStore:
             "prompt_vector": _blob(entry.prompt_vector),
             "context_vector": _blob(entry.context_vector),
             "context_text": entry.context_text,
+            "embedding_model": entry.embedding_model,
             "response": json.dumps(entry.response, separators=(",", ":")),
             "created_at": entry.created_at,
             "expires_at": entry.expires_at,
@@ -142,7 +185,7 @@ class EntryStore:
         last = after_id
         while True:
             query = (
-                select(entries.c.id, _SCOPE, entries.c.vector, entries.c.expires_at)
+                select(entries.c.id, _SCOPE, entries.c.vector, entries.c.expires_at, _MODEL, entries.c.namespace)
                 .where(entries.c.id > last, entries.c.vector.is_not(None))
                 .order_by(entries.c.id)
                 .limit(batch)
@@ -150,9 +193,8 @@ class EntryStore:
             with store_errors("read vectors"), self.engine.connect() as conn:
                 rows = conn.execute(query).all()
             for row in rows:
-                yield IndexedVector(
-                    int(row.id), str(row.scope), np.frombuffer(row.vector, dtype=np.float32), row.expires_at
-                )
+                yield IndexedVector(int(row.id), str(row.scope), np.frombuffer(row.vector, dtype=np.float32),
+                                    row.expires_at, str(row.embedding_model), str(row.namespace))
             if len(rows) < batch:
                 return
             last = int(rows[-1].id)
@@ -209,12 +251,12 @@ class EntryStore:
             return [int(i) for i in conn.execute(query).scalars()]
 
     def vectors_for(self, entry_ids: Sequence[int]) -> list[IndexedVector]:
-        query = select(entries.c.id, _SCOPE, entries.c.vector, entries.c.expires_at).where(
+        query = select(entries.c.id, _SCOPE, entries.c.vector, entries.c.expires_at, _MODEL, entries.c.namespace).where(
             entries.c.id.in_(list(entry_ids)), entries.c.vector.is_not(None))
         with store_errors("read vectors"), self.engine.connect() as conn:
             rows = conn.execute(query).all()
         return [IndexedVector(int(r.id), str(r.scope), np.frombuffer(r.vector, dtype=np.float32),
-                              r.expires_at) for r in rows]
+                              r.expires_at, str(r.embedding_model), str(r.namespace)) for r in rows]
 
     def eviction_candidates(self, now: float, max_entries: int | None) -> list[int]:
         """Expired entries, then the least recently used beyond `max_entries`."""
@@ -234,3 +276,26 @@ class EntryStore:
     def count(self) -> int:
         with store_errors("count entries"), self.engine.connect() as conn:
             return int(conn.execute(select(func.count()).select_from(entries)).scalar_one())
+
+    def max_id(self) -> int:
+        """Highest entry id (0 when empty): a snapshot whose watermark is above it belongs to another database."""
+        with store_errors("read entries"), self.engine.connect() as conn:
+            return int(conn.execute(select(func.coalesce(func.max(entries.c.id), 0))).scalar_one())
+
+    def rows_to_reindex(self, model_id: str, after_id: int, limit: int) -> list[ReindexRow]:
+        """Entries with vectors made by another embedder than `model_id`, in id order after `after_id`."""
+        query = (select(entries.c.id, entries.c.prompt, entries.c.context_text, entries.c.scope_key)
+                 .where(entries.c.id > after_id, entries.c.vector.is_not(None),
+                        _MODEL_EXPR.is_distinct_from(model_id))
+                 .order_by(entries.c.id).limit(limit))
+        with store_errors("read entries to reindex"), self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        return [ReindexRow(int(r.id), str(r.prompt), None if r.scope_key is None else str(r.context_text or ""))
+                for r in rows]
+
+    def set_vectors(self, rows: Sequence[Reembedded]) -> None:
+        with store_errors("write vectors"), self.engine.begin() as conn:
+            for row in rows:
+                conn.execute(update(entries).where(entries.c.id == row.entry_id).values(
+                    vector=_blob(row.vector), prompt_vector=_blob(row.prompt_vector),
+                    context_vector=_blob(row.context_vector), embedding_model=row.model_id))

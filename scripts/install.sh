@@ -7,7 +7,7 @@ PY=${PYTHON:-python3}
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q torch==2.13.0
 .venv/bin/python -m pip install -q -e '.[dev]'
-# Headless Chromium and its driver for the browser tests (tests/support/browser.py), from Debian, never a download.
+# Headless Chromium and its driver for the browser tests (support/browser.py), from Debian, never a download.
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"

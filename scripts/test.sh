@@ -4,6 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-.venv/bin/python -m ruff check service index eval tests bench scripts
+.venv/bin/python -m ruff check service index eval support tests bench scripts
 .venv/bin/python -m mypy
 .venv/bin/python -m pytest -q "$@"

@@ -1,37 +1,33 @@
-"""App factory: builds the runtime from one `Settings` in the lifespan and wires the routes."""
+"""App factory: builds the runtime from one `Settings` (and any `Parts` passed in) in the lifespan and wires the
+routes."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Annotated
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from service import errors
+from service import access_log, errors
 from service.admin import admin_router, feedback_router
+from service.deps import GatewayDep, MetricsDep
+from service.dialects import CHAT, MESSAGES, RESPONSES, error_dialect
 from service.gateway import Gateway
 from service.label_page import label_router
-from service.runtime import Runtime
+from service.runtime import Parts, Runtime
 from service.settings import Settings
 
 
-def _gateway(request: Request) -> Gateway:
-    gw: Gateway = request.app.state.gateway
-    return gw
-
-
-GatewayDep = Annotated[Gateway, Depends(_gateway)]
-
-
-def create_app(settings: Settings) -> FastAPI:
-    """The ASGI app. Heavy components are built in the lifespan, never at import."""
+def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
+    """The ASGI app. Heavy components are built in the lifespan, never at import; `parts` replaces any of
+    them (tests pass a lexical embedder, a `MockTransport` upstream, a clock)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        runtime = Runtime(settings)
+        access_log.install()
+        runtime = Runtime(settings, parts)
         runtime.start()
         app.state.runtime = runtime
         app.state.gateway = Gateway(runtime)
@@ -41,29 +37,42 @@ def create_app(settings: Settings) -> FastAPI:
             await runtime.close()
 
     app = FastAPI(title="Deja", lifespan=lifespan, docs_url=None, redoc_url=None)
-    errors.install(app)
+    errors.install(app, lambda request: error_dialect(request.url.path, request.headers).error_body)
     app.include_router(feedback_router)
     app.include_router(admin_router)
     app.include_router(label_router)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
+        """Liveness: the process answers (the index may still be loading)."""
         return {"status": "ok"}
 
-    @app.get("/metrics")
-    async def metrics(gw: GatewayDep) -> Response:
-        return Response(generate_latest(gw.rt.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    @app.get("/readyz")
+    async def readyz(request: Request) -> JSONResponse:
+        """Readiness: the semantic index is loaded (from a snapshot or rebuilt), so traffic may be sent."""
+        runtime: Runtime | None = getattr(request.app.state, "runtime", None)
+        if runtime is None or not runtime.ready.is_set():
+            return JSONResponse({"status": "loading"}, status_code=503)
+        return JSONResponse({"status": "ready", "indexed": len(runtime.index)})
 
-    @app.post("/v1/chat/completions")
+    @app.get("/metrics")
+    async def metrics(metrics: MetricsDep) -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.post(CHAT.path)
     async def chat(request: Request, gw: GatewayDep) -> Response:
-        return await gw.chat(request)
+        return await gw.handle(request, CHAT)
+
+    @app.post(MESSAGES.path)
+    async def messages(request: Request, gw: GatewayDep) -> Response:
+        return await gw.handle(request, MESSAGES)
+
+    @app.post(RESPONSES.path)
+    async def responses(request: Request, gw: GatewayDep) -> Response:
+        return await gw.handle(request, RESPONSES)
 
     @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"])
     async def passthrough(path: str, request: Request, gw: GatewayDep) -> Response:
         return await gw.passthrough(request, path)
-
-    @app.exception_handler(404)
-    async def not_found(_request: Request, _exc: Exception) -> JSONResponse:
-        return JSONResponse(errors.error_body("Unknown route.", "invalid_request_error"), status_code=404)
 
     return app

@@ -4,9 +4,7 @@ request's prompt against the cached one, with the cached answer) and records HUM
 
 from __future__ import annotations
 
-import hmac
 import secrets
-import time
 from functools import cache
 from importlib.resources import files
 from typing import Annotated
@@ -16,15 +14,24 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from index.decision_log import DecisionRecord, Label, LabelSource
+from index.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
 from index.records import StoredEntry
-from service.admin import RuntimeDep, require_admin
+from index.store import EntryStore
+from service.deps import (
+    ADMIN_COOKIE,
+    DecisionLogDep,
+    EntryStoreDep,
+    RuntimeDep,
+    SettingsDep,
+    is_admin_token,
+    require_admin,
+)
 from service.errors import NotFound, Unauthorized
+from service.json_input import JsonBodyRoute
 from service.labels import answer_text
-from service.runtime import Runtime
 
 PAGE_PATH = "/deja/label"
-COOKIE = "deja_admin"  # the cookie `require_admin` reads
+COOKIE = ADMIN_COOKIE
 # Pending decisions counted per refresh; past this the page says "1000+" instead of counting the whole log.
 COUNT_CAP = 1000
 
@@ -46,12 +53,12 @@ class PendingDecision(BaseModel):
     verdict: str
     similarity: float
     min_similarity: float
-    vetoed_by: str | None
+    reason: str  # `hit`, `below_threshold`, `context_below_threshold` or `vetoed`
+    vetoed_by: str | None  # the vetoing stage, for vetoes only
     prompt: str
     candidate_prompt: str | None
     entry_id: int | None
     cached_answer: str | None  # None when the entry is gone (evicted or invalidated)
-    fresh_answer: str | None  # the upstream's answer to this request; not stored today, so always None
     stages: list[StageView]
 
 
@@ -78,12 +85,6 @@ class Recorded(BaseModel):
     recorded: bool
 
 
-def _is_admin_token(rt: Runtime, given: str) -> bool:
-    """The same constant-time check as `require_admin`, for a token that arrives in the query string."""
-    expected = rt.settings.admin_token.get_secret_value() if rt.settings.admin_token else ""
-    return bool(expected) and hmac.compare_digest(given.encode(), expected.encode())
-
-
 @cache
 def _page_template() -> str:
     return files("service").joinpath("static/label.html").read_text(encoding="utf-8")
@@ -93,24 +94,23 @@ def _view(decision: DecisionRecord, entry: StoredEntry | None) -> PendingDecisio
     return PendingDecision(
         request_id=decision.request_id, created_at=decision.created_at, model=decision.model,
         namespace=decision.namespace, verdict=decision.verdict, similarity=decision.similarity,
-        min_similarity=decision.min_similarity, vetoed_by=decision.vetoed_by, prompt=decision.prompt,
-        candidate_prompt=decision.candidate_prompt, entry_id=decision.entry_id,
-        cached_answer=None if entry is None else answer_text(entry.response), fresh_answer=None,
+        min_similarity=decision.min_similarity, reason=decision.reason.value, vetoed_by=decision.vetoed_by,
+        prompt=decision.prompt, candidate_prompt=decision.candidate_prompt, entry_id=decision.entry_id,
+        cached_answer=None if entry is None else answer_text(entry.response),
         stages=[StageView(stage=s.stage, passed=s.passed, reason=s.reason, score=s.score) for s in decision.stages],
     )
 
 
-def _pending_page(rt: Runtime, limit: int) -> PendingPage:
-    """Runs in a worker thread: flushes buffered decisions, then reads pending ones and their cached entries."""
-    rt.flush_decisions()
-    pending = rt.decisions.pending(COUNT_CAP + 1)
-    labelled = sum(rt.decisions.label_counts().get(LabelSource.HUMAN.value, {}).values())
+def _pending_page(decisions: DecisionLog, store: EntryStore, limit: int) -> PendingPage:
+    """Runs in a worker thread: reads pending decisions and their cached entries."""
+    pending = decisions.pending(COUNT_CAP + 1)
+    labelled = sum(decisions.label_counts().get(LabelSource.HUMAN.value, {}).values())
     entries: dict[int, StoredEntry | None] = {}
     items = []
     for decision in pending[:limit]:
         entry_id = decision.entry_id
         if entry_id is not None and entry_id not in entries:
-            entries[entry_id] = rt.cache.store.get(entry_id)
+            entries[entry_id] = store.get(entry_id)
         items.append(_view(decision, None if entry_id is None else entries[entry_id]))
     shown = min(len(pending), COUNT_CAP)
     progress = Progress(labelled=labelled, pending=shown, pending_capped=len(pending) > COUNT_CAP,
@@ -118,29 +118,28 @@ def _pending_page(rt: Runtime, limit: int) -> PendingPage:
     return PendingPage(items=items, progress=progress)
 
 
-def _record(rt: Runtime, body: HumanLabel) -> None:
-    rt.flush_decisions()
-    if rt.decisions.get(body.request_id) is None:
-        raise NotFound(f"No semantic decision with request_id {body.request_id!r}.")
-    rt.decisions.label(Label(body.request_id, LabelSource.HUMAN, body.same, time.time()))
+def _record(decisions: DecisionLog, label: Label) -> None:
+    if decisions.get(label.request_id) is None:
+        raise NotFound(f"No semantic decision with request_id {label.request_id!r}.")
+    decisions.label(label)
 
 
-api_router = APIRouter(prefix="/deja/api", dependencies=[Depends(require_admin)])
+api_router = APIRouter(prefix="/deja/api", dependencies=[Depends(require_admin)], route_class=JsonBodyRoute)
 label_router = APIRouter()
 
 
 @label_router.get(PAGE_PATH, include_in_schema=False)
-async def label_page(request: Request, rt: RuntimeDep, token: str | None = None) -> Response:
+async def label_page(request: Request, settings: SettingsDep, token: str | None = None) -> Response:
     """`?token=` trades the admin token for an HttpOnly cookie and redirects, so the token leaves the URL bar
     and history; without it the page needs the cookie (or a bearer header)."""
     if token is not None:
-        if not _is_admin_token(rt, token):
+        if not is_admin_token(settings, token):
             raise Unauthorized("A valid admin token is required.")
         redirect = RedirectResponse(PAGE_PATH, status_code=303, headers={"Cache-Control": "no-store"})
         redirect.set_cookie(COOKIE, token, path="/deja", httponly=True, samesite="strict",
                             secure=request.url.scheme == "https")
         return redirect
-    require_admin(request, rt)
+    require_admin(request, settings)
     # Prompts are user text: the page only ever sets textContent, and the CSP admits our inline code alone.
     nonce = secrets.token_urlsafe(18)
     csp = (f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; connect-src 'self'; "
@@ -151,15 +150,17 @@ async def label_page(request: Request, rt: RuntimeDep, token: str | None = None)
 
 
 @api_router.get("/pending")
-async def pending(rt: RuntimeDep, limit: Annotated[int, Query(ge=1, le=200)] = 20) -> PendingPage:
+async def pending(
+    decisions: DecisionLogDep, store: EntryStoreDep, limit: Annotated[int, Query(ge=1, le=200)] = 20
+) -> PendingPage:
     """Decisions with a candidate and no human label yet, newest first, and the labelling progress."""
-    return await run_in_threadpool(_pending_page, rt, limit)
+    return await run_in_threadpool(_pending_page, decisions, store, limit)
 
 
 @api_router.post("/label")
-async def label(body: HumanLabel, rt: RuntimeDep) -> Recorded:
+async def label(body: HumanLabel, decisions: DecisionLogDep, rt: RuntimeDep) -> Recorded:
     """Record a human label; labelling the same decision again keeps the latest."""
-    await run_in_threadpool(_record, rt, body)
+    await run_in_threadpool(_record, decisions, Label(body.request_id, LabelSource.HUMAN, body.same, rt.clock()))
     return Recorded(request_id=body.request_id, same=body.same, recorded=True)
 
 

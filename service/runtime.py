@@ -1,5 +1,5 @@
-"""Everything a running gateway owns, built from `Settings`, and its background loop (replica catch-up,
-eviction, decision-log writes, per-namespace thresholds, label counts)."""
+"""Everything a running gateway owns, built from `Settings` or passed in as `Parts`, and its background loop
+(replica catch-up, eviction, decision-log writes, per-namespace thresholds, label counts)."""
 
 from __future__ import annotations
 
@@ -8,25 +8,30 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
+from index.batching import BatchingConfig, BatchingEmbedder, Lane, available_cores
 from index.cache import Cache, CacheConfig
 from index.decision_log import DecisionLog, DecisionRecord
-from index.embedder import MiniLMEmbedder
+from index.embedder import Embedder, make_embedder
 from index.errors import StoreUnavailable
 from index.exact import ExactCache, LruExactCache, RedisExactCache
 from index.hnsw import SemanticIndex
 from index.judge import load_judge
 from index.maintenance import Maintainer
 from index.policy import MatchPolicy, build_policy
+from index.sharding import Shard
+from index.snapshot import SnapshotDir
 from index.stages import build_stages
 from index.store import EntryStore, make_engine
 from service.credentials import credential_policy
+from service.dialects.base import UpstreamName
 from service.metrics import Metrics
 from service.settings import Settings
 from service.upstream import Upstream
@@ -34,12 +39,43 @@ from service.upstream import Upstream
 log = logging.getLogger("deja.runtime")
 
 
-def build_upstream(settings: Settings, transport: httpx.AsyncBaseTransport | None = None) -> Upstream:
+def build_upstream(settings: Settings, base_url: str, transport: httpx.AsyncBaseTransport | None = None) -> Upstream:
     timeout = httpx.Timeout(connect=settings.upstream_connect_timeout, read=settings.upstream_read_timeout,
                             write=30.0, pool=10.0)
     limits = httpx.Limits(max_connections=settings.upstream_max_connections,
                           max_keepalive_connections=settings.upstream_max_connections)
-    return Upstream(settings.upstream_url, timeout, limits, transport)
+    return Upstream(base_url, timeout, limits, transport)
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What a `Runtime` is made of. Each part left None is built from `Settings`; tests and benchmarks pass
+    their own (the lexical embedder, an httpx `MockTransport` upstream, a fixed clock, a temporary store)."""
+
+    embedder: Embedder | None = None
+    # The upstream's transport (httpx's I/O seam); None = real HTTP to `settings.upstream_url`.
+    transport: httpx.AsyncBaseTransport | None = None
+    # SQL engine of the entry store and decision log; None = `make_engine(settings.sql_url)`.
+    engine: Engine | None = None
+    exact: ExactCache | None = None
+    # Wall-clock seconds (entry ages, TTLs, decision and label times).
+    clock: Callable[[], float] = time.time
+
+
+def build_embedder(settings: Settings, model: Embedder | None = None) -> BatchingEmbedder:
+    """The model (built from settings unless given) behind one batching worker. The worker is the only thread
+    that embeds, so it gets every core this process may use (`DEJA_EMBED_THREADS` caps it when the cores are
+    shared with other busy processes)."""
+    threads = settings.embed_threads or available_cores()
+    model = model or make_embedder(settings.embedder, settings.embedding_model, threads)
+    config = BatchingConfig(max_batch_texts=settings.embed_max_batch,
+                            max_wait_seconds=settings.embed_max_wait_ms / 1000,
+                            max_queued_texts=settings.embed_queue_texts)
+    return BatchingEmbedder(model, config)
+
+
+def build_exact(settings: Settings) -> ExactCache:
+    return RedisExactCache(settings.redis_url) if settings.redis_url else LruExactCache(settings.exact_max_items)
 
 
 @dataclass
@@ -61,24 +97,33 @@ class Thresholds:
 class Runtime:
     """Built once in the app's lifespan; `close()` releases it."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, parts: Parts | None = None) -> None:
+        parts = parts or Parts()
         self.settings = settings
+        self.clock = parts.clock
         self.metrics = Metrics()
-        exact: ExactCache = (RedisExactCache(settings.redis_url) if settings.redis_url
-                             else LruExactCache(settings.exact_max_items))
-        engine = make_engine(settings.sql_url)
-        store = EntryStore(engine)
-        self.embedder = MiniLMEmbedder(threads=settings.embed_threads or None)
-        self.policy = policy = build_policy(settings)
-        config = CacheConfig(policy, settings.ttl_seconds, settings.candidates, settings.decision_log_floor)
+        self.engine = parts.engine or make_engine(settings.sql_url)
+        self.store = EntryStore(self.engine)
+        self.embedder = build_embedder(settings, parts.embedder)
+        # Shadow and audit labels embed answers in the background lane: never ahead of a request.
+        self.background_embedder: Embedder = self.embedder.lane(Lane.BACKGROUND)
+        self.snapshot = SnapshotDir(settings.data_dir / "snapshot")
+        self.ready = threading.Event()
+        self._last_snapshot = time.monotonic()
+        self.policy = build_policy(settings)
+        config = CacheConfig(self.policy, settings.ttl_seconds, settings.candidates, settings.decision_log_floor,
+                             Shard(settings.shard, settings.shards))
+        self.stages = build_stages(self.policy)
         # A judge that cannot load stops start-up with its reason (JudgeModelError), like a bad setting would.
-        judge = load_judge(settings.judge_model) if policy.judged else None
-        self.cache = Cache(exact, store, SemanticIndex(self.embedder.dim), self.embedder, config,
-                           build_stages(policy), judge=judge)
-        self.maintainer = Maintainer(self.cache, settings.max_entries)
-        self.decisions = DecisionLog(engine)
-        self.thresholds = Thresholds(policy)
-        self.upstream = build_upstream(settings)
+        judge = load_judge(settings.judge_model) if self.policy.judged else None
+        self.cache = Cache(parts.exact or build_exact(settings), self.store, SemanticIndex(self.embedder.dim),
+                           self.embedder, config,
+                           self.stages, clock=self.clock, judge=judge)
+        self.maintainer = Maintainer(self.cache, settings.max_entries, clock=self.clock)
+        self.decisions = DecisionLog(self.engine)
+        self.thresholds = Thresholds(self.policy)
+        self.upstream = build_upstream(settings, settings.upstream_url, parts.transport)
+        self.anthropic_upstream = build_upstream(settings, settings.anthropic_upstream_url, parts.transport)
         self.secret = settings.secret_bytes()
         self.credentials = credential_policy(settings)
         self._pending: list[DecisionRecord] = []
@@ -88,15 +133,45 @@ class Runtime:
         self.audit_slots = asyncio.Semaphore(settings.audit_concurrency)
         self.background: set[asyncio.Task[None]] = set()
 
+    def upstream_for(self, name: UpstreamName) -> Upstream:
+        return self.anthropic_upstream if name is UpstreamName.ANTHROPIC else self.upstream
+
+    @property
+    def index(self) -> SemanticIndex:
+        """The live index (start-up may replace the empty one with a loaded snapshot)."""
+        return self.cache.index
+
     def start(self) -> None:
+        """Create the schema, then load the index in the background: `ready` is set once it is loaded (or the
+        store turned out to be unreachable: the gateway then serves degraded, from upstream, and retries)."""
         try:
-            self.cache.store.create_schema()
-            added = self.maintainer.start()
-            self._started = True
-            log.info("index warmed with %d entries", added)
+            self.store.create_schema()
         except StoreUnavailable as exc:
             log.error("entry store unavailable at start-up, serving degraded: %s", exc)
         self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    def load_index(self) -> None:
+        """Start-up in a worker thread: the index from the snapshot (plus catch-up from SQL) or rebuilt."""
+        try:
+            report = self.maintainer.start(self.snapshot if self.settings.snapshot_interval_seconds else None)
+            self._started = True
+            log.info("index ready: %d entries (%s, %d caught up from SQL)", len(self.index),
+                     "from snapshot" if report.from_snapshot else "rebuilt from SQL", report.added)
+        except StoreUnavailable as exc:
+            log.error("entry store unavailable at start-up, serving degraded: %s", exc)
+        finally:
+            self.ready.set()
+
+    def save_snapshot(self) -> None:
+        """Save the index beside its SQL watermark (periodically in `tick`, and at shutdown)."""
+        if not self._started or not self.settings.snapshot_interval_seconds:
+            return
+        try:
+            manifest = self.maintainer.save_snapshot(self.snapshot)
+            log.info("snapshot saved: %d entries up to id %d", manifest.entries, manifest.watermark)
+        except (OSError, RuntimeError) as exc:
+            log.warning("snapshot not saved: %s", exc)
+        self._last_snapshot = time.monotonic()
 
     def log_decision(self, record: DecisionRecord) -> None:
         with self._pending_lock:
@@ -129,7 +204,25 @@ class Runtime:
             if self.policy.judged:
                 self.cache.histories = self.decisions.entry_histories()
         self.thresholds.by_namespace = self.decisions.thresholds()
-        self.metrics.indexed.set(len(self.cache.index))
+        self.metrics.indexed.set(len(self.index))
+        interval = self.settings.snapshot_interval_seconds
+        if interval and time.monotonic() - self._last_snapshot >= interval:
+            self.save_snapshot()
+
+    def stats(self) -> dict[str, Any]:
+        """What `/deja/stats` shows, in a worker thread (it counts entries and labels in SQL)."""
+        try:
+            entries = self.store.count()
+            labels = self.decisions.label_counts()
+        except StoreUnavailable:
+            entries, labels = -1, {}
+        by_namespace = self.thresholds.by_namespace.items()
+        return {
+            "entries": entries, "indexed": len(self.index), "evictions": self.maintainer.evictions,
+            "min_similarity": self.thresholds.default,
+            "thresholds": {ns: {"min_similarity": v, "labels": n} for ns, (v, n) in by_namespace},
+            "stages": [s.name for s in self.stages], "labels": labels,
+        }
 
     def _label_metrics(self) -> None:
         counts = self.decisions.label_counts()
@@ -142,9 +235,10 @@ class Runtime:
                 wrong += tally["wrong"]
         self.metrics.false_hit_rate.set(wrong / judged if judged else 0.0)
         with contextlib.suppress(StoreUnavailable):
-            self.metrics.entries.set(self.cache.store.count())
+            self.metrics.entries.set(self.store.count())
 
     async def _loop(self) -> None:
+        await run_in_threadpool(self.load_index)
         last_evict = 0.0
         while True:
             await asyncio.sleep(self.settings.sync_interval_seconds)
@@ -164,5 +258,9 @@ class Runtime:
         for task in list(self.background):
             task.cancel()
         await run_in_threadpool(self.flush_decisions)
+        if self.ready.is_set():
+            await run_in_threadpool(self.save_snapshot)
+        await run_in_threadpool(self.embedder.close)
         await self.upstream.aclose()
-        self.cache.store.engine.dispose()
+        await self.anthropic_upstream.aclose()
+        self.engine.dispose()

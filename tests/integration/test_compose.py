@@ -21,8 +21,8 @@ import pytest
 import redis
 from sqlalchemy.engine import URL, make_url
 
-from tests.support.services import GatewayProcess, PgDatabase
-from tests.support.stub_upstream import StubUpstream
+from support.services import GatewayProcess, PgDatabase
+from support.stub_upstream import StubUpstream
 from tests.unit.test_deploy_files import dockerfile, gateway_command, gateway_environment
 
 pytestmark = pytest.mark.integration

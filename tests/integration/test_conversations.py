@@ -7,8 +7,8 @@ from typing import Any
 import httpx
 import pytest
 
+from support.stub_upstream import StubUpstream
 from tests.integration.conftest import Deployment
-from tests.support.stub_upstream import StubUpstream
 
 pytestmark = pytest.mark.integration
 SYSTEM = {"role": "system", "content": "You are the support assistant of a subscription marketplace."}

@@ -7,8 +7,8 @@ import uuid
 import httpx
 import pytest
 
+from support.stub_upstream import StubUpstream
 from tests.integration.conftest import Deployment
-from tests.support.stub_upstream import StubUpstream
 
 pytestmark = pytest.mark.integration
 

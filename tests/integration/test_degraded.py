@@ -8,9 +8,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from support.services import GatewayProcess, PgDatabase, PrivateRedis
+from support.stub_upstream import StubUpstream
 from tests.integration.conftest import base_env
-from tests.support.services import GatewayProcess, PgDatabase, PrivateRedis
-from tests.support.stub_upstream import StubUpstream
 
 pytestmark = pytest.mark.integration
 

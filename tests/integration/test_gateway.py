@@ -9,8 +9,8 @@ import httpx
 import openai
 import pytest
 
+from support.stub_upstream import StubUpstream
 from tests.integration.conftest import Deployment
-from tests.support.stub_upstream import StubUpstream
 
 pytestmark = pytest.mark.integration
 

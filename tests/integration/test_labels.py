@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from support.services import GatewayProcess
+from support.stub_upstream import StubUpstream
+from support.waiting import wait_for
 from tests.integration.conftest import base_env
-from tests.support.services import GatewayProcess
-from tests.support.stub_upstream import StubUpstream
 
 pytestmark = pytest.mark.integration
 
@@ -33,13 +33,6 @@ def labels(db: Path) -> list[tuple[Any, ...]]:
         return conn.execute("SELECT request_id, source, correct FROM deja_labels ORDER BY source").fetchall()
     finally:
         conn.close()
-
-
-def wait_for(check: Any, timeout: float = 10.0) -> Any:
-    deadline = time.time() + timeout
-    while not (result := check()) and time.time() < deadline:
-        time.sleep(0.1)
-    return result
 
 
 @pytest.fixture

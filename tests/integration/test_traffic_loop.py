@@ -10,10 +10,9 @@ threshold from your own traffic"), so agreement within 0.02 is a measurement, no
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +21,7 @@ import pytest
 
 from eval.traffic import ALL_NAMESPACES, decision_log
 from index.decision_log import LabeledDecision, LabelSource
-from tests.support.traffic import (
+from support.traffic import (
     LOOSE_MIN_SIMILARITY,
     Deployment,
     chosen,
@@ -34,6 +33,7 @@ from tests.support.traffic import (
     stream_prefix,
     traffic_sweep,
 )
+from support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -70,15 +70,6 @@ def chat(url: str, api_key: str, prompt: str) -> httpx.Response:
     body = {"model": "stub-model", "messages": [{"role": "user", "content": prompt}]}
     return httpx.post(url + "/v1/chat/completions", json=body, timeout=30,
                       headers={"Authorization": f"Bearer {api_key}"})
-
-
-def wait_for(check: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
 
 
 def test_replayed_traffic_is_labelled_by_shadows_and_audits(loop: Loop) -> None:

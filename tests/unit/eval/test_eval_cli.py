@@ -12,20 +12,12 @@ import pytest
 from typer.testing import CliRunner
 
 from eval.cli import app
-from index.stages import Stage, StageResult
+from index.stages import Stage
+from support.fakes import WordVeto
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PAIRS = str(FIXTURES / "pairs.jsonl")
 FAST = ["--embedder", "hash", "--decision", "threshold", "--threshold", "0.5:0.9:0.1"]
-
-
-class WordVeto:
-    def __init__(self, name: str, word: str) -> None:
-        self.name = name
-        self.word = word
-
-    def check(self, query: str, cached: str) -> StageResult:
-        return StageResult(self.name, (self.word in query.split()) == (self.word in cached.split()))
 
 
 @pytest.fixture
@@ -226,3 +218,13 @@ def test_replay_vcache_refuses_a_budget_outside_zero_one(budget: str) -> None:
     code, _, _ = _run("replay", "--stream", str(FIXTURES / "stream.jsonl"), "--decision", "vcache", "--budget",
                       budget, "--embedder", "hash")
     assert code == 2
+
+
+def test_replay_learn_json_has_before_and_learned_rates() -> None:
+    code, out, _ = _run("replay", "--stream", str(FIXTURES / "stream.jsonl"), "--learn", "0.5", "--embedder",
+                        "hash", "--json")
+    assert code == 0
+    report = json.loads(out)
+    for part in ("before", "learned"):
+        assert set(report[part]) >= {"requests", "served", "correct", "wrong_over_served"}
+        assert report[part]["requests"] == 3

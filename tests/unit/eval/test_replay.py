@@ -10,20 +10,13 @@ import pytest
 from eval.datasets import StreamRequest, load_stream
 from eval.replay import ReplayConfig, answer_text, run_replay, stub_upstream
 from index.embedder import HashEmbedder
-from index.stages import StageResult
+from support.fakes import WordVeto
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def _requests(*items: tuple[str, str]) -> tuple[StreamRequest, ...]:
     return tuple(StreamRequest(seq, intent, prompt) for seq, (intent, prompt) in enumerate(items, 1))
-
-
-class WordVeto:
-    name = "polarity"
-
-    def check(self, query: str, cached: str) -> StageResult:
-        return StageResult(self.name, ("pause" in query) == ("pause" in cached))
 
 
 def test_stub_upstream_answers_per_intent() -> None:
@@ -53,7 +46,7 @@ def test_wrong_semantic_hits_count_against_served() -> None:
 
 
 def test_stage_vetoes_are_counted_and_judged() -> None:
-    config = ReplayConfig((0.5,), stages=(WordVeto(),))
+    config = ReplayConfig((0.5,), stages=(WordVeto("polarity", "pause"),))
     report = run_replay("s", load_stream(FIXTURES / "stream.jsonl"), HashEmbedder(), config)
     row = report.rows[0]
     assert report.stages == ("polarity",)

@@ -19,21 +19,7 @@ from eval.sweep import (
     score_pairs,
 )
 from index.embedder import HashEmbedder, Vector
-from index.stages import StageResult
-
-
-class WordVeto:
-    """Vetoes when exactly one of the two prompts contains `word`; counts its checks."""
-
-    def __init__(self, name: str, word: str) -> None:
-        self.name = name
-        self.word = word
-        self.checked: list[tuple[str, str]] = []
-
-    def check(self, query: str, cached: str) -> StageResult:
-        self.checked.append((query, cached))
-        passed = (self.word in query.split()) == (self.word in cached.split())
-        return StageResult(self.name, passed, "" if passed else f"{self.word!r} on one side")
+from support.fakes import WordVeto
 
 
 def _pair(pair_id: str, kind: str, same: bool, a: str, b: str) -> LabeledPair:

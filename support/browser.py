@@ -14,7 +14,7 @@ from selenium.webdriver.chrome.service import Service
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 
 
 def _options(profile: Path) -> webdriver.ChromeOptions:

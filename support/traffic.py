@@ -3,7 +3,7 @@ stub upstream answers per intent, until shadows and audits have labelled its dec
 
 Also a script printing the threshold chosen from that traffic beside the one chosen from labelled pairs:
 
-    .venv/bin/python -m tests.support.traffic --requests 300 --max-false-hit-rate 0.05 [--keep DIR]
+    .venv/bin/python -m support.traffic --requests 300 --max-false-hit-rate 0.05 [--keep DIR]
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from typing import Any
 import httpx
 
 from eval.datasets import StreamRequest, load_stream
-from tests.support.services import REPO, GatewayProcess
-from tests.support.stub_upstream import StubUpstream
+from index.settings import Settings
+from support.services import REPO, GatewayProcess
+from support.stub_upstream import StubUpstream
 
 STREAM = REPO / "datasets" / "stream.jsonl"
 PAIRS = REPO / "datasets" / "pairs-dev.jsonl"
@@ -73,7 +74,7 @@ def deployment(requests: Sequence[StreamRequest], data_dir: Path) -> Iterator[De
         env = deployment_env(stub.url, data_dir)
         gateway = GatewayProcess(env, data_dir / "gateway.log").start()
         try:
-            yield Deployment(gateway, f"sqlite:///{data_dir / 'deja.db'}")
+            yield Deployment(gateway, Settings(data_dir=data_dir, database_url=None).sql_url)
         finally:
             gateway.stop()
 

@@ -1,0 +1,228 @@
+"""`eval replay --learn FRACTION`: a deployment that learns from the labels a live gateway would gather.
+
+During the first FRACTION of the trace the judge in force (the shipped prior) decides, and labels come only
+from what a gateway sees: exploration (uncertain would-be hits sent upstream), shadows (near-misses that went
+upstream anyway, their fresh answer compared with the candidate's) and audits (a share of hits re-asked). The
+trace's intents stand in for the upstream's answers. Then the judge is refitted on those labels on top of the
+prior (`fit_judge`) and the rest of the trace is served with it; the cache carries on, nothing is reset.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from eval.datasets import StreamRequest
+from eval.metrics import rate
+from eval.refit import refit_judge
+from eval.replay import Upstream, answer_text, stub_upstream
+from index.embedder import Embedder
+from index.explore import Exploration
+from index.judge import Judge
+from index.judge_features import EntryHistory, JudgeInput
+from index.judge_rule import JudgedCandidate, Judgement, JudgeSetup, judge, margins
+
+Floats = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class LearnConfig:
+    """The deployment simulated: budget, labelling rates as configured on a gateway, K and candidate floor."""
+
+    fraction: float
+    max_false_hit_rate: float = 0.02
+    exploration: Exploration = field(default_factory=Exploration)
+    audit_rate: float = 0.01
+    # Near-misses whose best candidate is at least this similar are logged, so shadow-labelled.
+    shadow_floor: float = 0.5
+    candidates: int = 5
+    min_similarity: float = 0.5
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.fraction < 1.0:
+            raise ValueError(f"learn fraction must be in (0, 1), got {self.fraction}")
+
+
+@dataclass(frozen=True)
+class PartRates:
+    """One part of the trace. `served` and `correct` are fractions of the part's requests."""
+
+    requests: int
+    served: float | None
+    correct: float | None
+    wrong_over_served: float | None
+    explored: float | None
+    exact: int
+    semantic: int
+    wrong: int
+    judge_version: str
+
+
+@dataclass(frozen=True)
+class LearnReport:
+    """`eval replay --learn`: the part before the refit, the part after it, and the labels it learned from."""
+
+    stream: str
+    embedder: str
+    fraction: float
+    max_false_hit_rate: float
+    labels: dict[str, int]
+    labels_same: int
+    refit: str
+    before: PartRates
+    learned: PartRates
+
+
+@dataclass(frozen=True)
+class LabeledInput:
+    item: JudgeInput
+    same: bool
+    source: str
+
+
+@dataclass
+class _Entry:
+    entry_id: int
+    prompt: str
+    answer: str
+
+
+@dataclass
+class _Counts:
+    exact: int = 0
+    semantic: int = 0
+    correct: int = 0
+    wrong: int = 0
+    explored: int = 0
+
+
+class Deployment:
+    """The simulated gateway: exact tier, brute-force nearest neighbours (exact cosine, as HNSW approximates),
+    the judge rule, exploration, shadows, audits, and per-entry label histories. Mutable, local to one run."""
+
+    def __init__(self, vectors: dict[str, Floats], judge_in_force: Judge, config: LearnConfig) -> None:
+        self.vectors = vectors
+        self.config = config
+        self.rng = random.Random(config.seed)
+        self.entries: list[_Entry] = []
+        self.matrix = np.zeros((0, next(iter(vectors.values())).shape[0]), dtype=np.float32)
+        self.exact: dict[str, str] = {}
+        self.histories: dict[int, EntryHistory] = {}
+        self.labels: list[LabeledInput] = []
+        self.use(judge_in_force)
+
+    def use(self, model: Judge) -> None:
+        self.setup = JudgeSetup(model, self.config.max_false_hit_rate, self.config.candidates, self.histories)
+
+    def serve(self, requests: Sequence[StreamRequest], upstream: Upstream) -> _Counts:
+        counts = _Counts()
+        for request in requests:
+            self._one(request, answer_text(upstream(request)), counts)
+        return counts
+
+    def _one(self, request: StreamRequest, expected: str, counts: _Counts) -> None:
+        cached = self.exact.get(request.prompt)
+        if cached is not None:
+            counts.exact += 1
+            self._score(counts, cached == expected)
+            return
+        found = self._candidates(request.prompt)
+        verdict = judge(request.prompt, [c for c, _ in found], self.setup)
+        if verdict.chosen is not None:
+            entry = found[verdict.chosen][1]
+            p = verdict.probabilities[verdict.chosen]
+            draw = self.rng.random()
+            if not self.config.exploration.explores(p, verdict.bar, self.config.max_false_hit_rate, draw):
+                counts.semantic += 1
+                self._served(entry.entry_id)
+                self._score(counts, entry.answer == expected)
+                if self.rng.random() < self.config.audit_rate:
+                    self._label(request.prompt, verdict, verdict.chosen, entry, expected, "audit")
+                return
+            counts.explored += 1
+            self._label(request.prompt, verdict, verdict.chosen, entry, expected, "explore")
+        elif verdict.best is not None and found[verdict.best][0].similarity >= self.config.shadow_floor:
+            self._label(request.prompt, verdict, verdict.best, found[verdict.best][1], expected, "shadow")
+        self._store(request.prompt, expected)
+
+    def _candidates(self, prompt: str) -> list[tuple[JudgedCandidate, _Entry]]:
+        if not self.entries:
+            return []
+        sims = self.matrix @ self.vectors[prompt]
+        order = np.argsort(-sims, kind="stable")[: self.config.candidates]
+        return [(JudgedCandidate(self.entries[i].entry_id, self.entries[i].prompt, float(sims[i])), self.entries[i])
+                for i in order if sims[i] >= self.config.min_similarity]
+
+    def _label(self, prompt: str, verdict: Judgement, index: int, entry: _Entry, expected: str, source: str) -> None:
+        # The features exactly as the judge saw them when it decided (rank, margin, the entry's history then).
+        sims = [c.similarity for c in verdict.candidates]
+        candidate = verdict.candidates[index]
+        item = JudgeInput(prompt, candidate.prompt, candidate.similarity, index, margins(sims)[index],
+                          history=self.histories.get(entry.entry_id, EntryHistory()))
+        same = entry.answer == expected
+        self.labels.append(LabeledInput(item, same, source))
+        old = self.histories.get(entry.entry_id, EntryHistory())
+        self.histories[entry.entry_id] = EntryHistory(old.served, old.same + same, old.different + (not same))
+
+    def _served(self, entry_id: int) -> None:
+        old = self.histories.get(entry_id, EntryHistory())
+        self.histories[entry_id] = EntryHistory(old.served + 1, old.same, old.different)
+
+    def _store(self, prompt: str, answer: str) -> None:
+        entry = _Entry(len(self.entries) + 1, prompt, answer)
+        self.entries.append(entry)
+        self.matrix = np.vstack([self.matrix, self.vectors[prompt][None, :]])
+        self.exact[prompt] = answer
+
+    @staticmethod
+    def _score(counts: _Counts, right: bool) -> None:
+        if right:
+            counts.correct += 1
+        else:
+            counts.wrong += 1
+
+
+def run_learn(
+    stream: str, requests: Sequence[StreamRequest], embedder: Embedder, prior: Judge, config: LearnConfig,
+    upstream: Upstream = stub_upstream,
+) -> LearnReport:
+    """Serve the first `config.fraction` with `prior`, refit on the labels gathered, serve the rest."""
+    prompts = list(dict.fromkeys(r.prompt for r in requests))
+    vectors = dict(zip(prompts, np.asarray(embedder.embed(prompts), dtype=np.float32), strict=True))
+    cut = max(1, min(len(requests) - 1, round(config.fraction * len(requests))))
+    deployment = Deployment(vectors, prior, config)
+    before = deployment.serve(requests[:cut], upstream)
+    gathered = list(deployment.labels)
+    learned_judge, note = _refit(gathered, prior, config.seed)
+    deployment.use(learned_judge)
+    after = deployment.serve(requests[cut:], upstream)
+    sources = Counter(label.source for label in gathered)
+    return LearnReport(
+        stream=stream, embedder=embedder.model_id, fraction=config.fraction,
+        max_false_hit_rate=config.max_false_hit_rate, labels=dict(sorted(sources.items())),
+        labels_same=sum(label.same for label in gathered), refit=note,
+        before=_rates(cut, before, prior.version), learned=_rates(len(requests) - cut, after, learned_judge.version),
+    )
+
+
+def _refit(labels: Sequence[LabeledInput], prior: Judge, seed: int) -> tuple[Judge, str]:
+    try:
+        fitted = refit_judge([label.item for label in labels], [label.same for label in labels], prior, seed)
+    except ValueError as exc:
+        return prior, f"kept the prior: {exc}"
+    return fitted, f"refitted on {len(labels)} labels"
+
+
+def _rates(requests: int, counts: _Counts, version: str) -> PartRates:
+    served = counts.exact + counts.semantic
+    return PartRates(
+        requests=requests, served=rate(served, requests), correct=rate(counts.correct, requests),
+        wrong_over_served=rate(counts.wrong, served), explored=rate(counts.explored, requests),
+        exact=counts.exact, semantic=counts.semantic, wrong=counts.wrong, judge_version=version,
+    )

@@ -1,0 +1,19 @@
+"""Fakes at the real seams, for tests: a verification stage that vetoes on one word."""
+
+from __future__ import annotations
+
+from index.stages import StageResult
+
+
+class WordVeto:
+    """A `Stage` that vetoes when exactly one of the two prompts contains `word`; remembers what it checked."""
+
+    def __init__(self, name: str, word: str) -> None:
+        self.name = name
+        self.word = word
+        self.checked: list[tuple[str, str]] = []
+
+    def check(self, query: str, cached: str) -> StageResult:
+        self.checked.append((query, cached))
+        passed = (self.word in query.split()) == (self.word in cached.split())
+        return StageResult(self.name, passed, "" if passed else f"{self.word!r} on one side")
