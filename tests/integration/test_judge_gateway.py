@@ -17,9 +17,9 @@ import httpx
 import pytest
 
 from index.judge import load_judge
+from support.services import GatewayProcess
+from support.stub_upstream import StubUpstream
 from tests.integration.conftest import base_env
-from tests.support.services import GatewayProcess
-from tests.support.stub_upstream import StubUpstream
 
 pytestmark = pytest.mark.integration
 CACHED = "How do I cancel my subscription?"
