@@ -188,6 +188,9 @@ def sweep(
         if dataset is None:
             raise typer.BadParameter("the judge sweep needs --dataset (eval sweep --traffic sweeps thresholds)",
                                      param_hint="--decision")
+        if threshold != DEFAULT_SWEEP_THRESHOLDS and len(thresholds) > 1:
+            raise typer.BadParameter("the judge sweeps budgets; give one candidate floor (or --decision threshold)",
+                                     param_hint="--threshold")
         floor = policy if threshold == DEFAULT_SWEEP_THRESHOLDS else policy.at(thresholds[0])
         _sweep_judge(dataset, fmt, embedder, floor, _budgets(budgets, floor), output, confidence,
                      _load_judge(settings), chosen)

@@ -164,8 +164,11 @@ def test_sweep_with_the_judge_prints_a_row_per_budget() -> None:
     assert [line.split()[0] for line in out.splitlines() if line.strip().startswith("0.")][:2] == ["0.02", "0.10"]
 
 
-def test_judge_sweep_refuses_a_budget_outside_zero_one() -> None:
+def test_judge_sweep_refuses_a_budget_outside_zero_one_and_several_floors() -> None:
     code, _, _ = _run("sweep", "--dataset", PAIRS, "--embedder", "hash", "--decision", "judge", "--budgets", "2")
+    assert code == 2
+    code, _, _ = _run("sweep", "--dataset", PAIRS, "--embedder", "hash", "--decision", "judge", "--threshold",
+                      "0.5,0.6")
     assert code == 2
 
 
