@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from index.keys import CacheKey, LookupMode
 from index.policy import MatchPolicy
 from index.records import CachedResponse, CacheEntry, Lookup, QueryVectors, StoredEntry, Verdict
 from index.rule import Candidate, Decision, decide
+from index.sharding import Shard
 from index.stages import Stage
 from index.store import EntryStore, IndexedVector
 
@@ -40,6 +41,8 @@ class CacheConfig:
     ttl_seconds: float | None = None
     candidates: int = DEFAULT_CANDIDATES
     log_floor: float = DEFAULT_LOG_FLOOR
+    # The namespaces whose semantic index this replica holds (all by default); see `index.sharding`.
+    shard: Shard = field(default_factory=Shard)
 
 
 class Cache:
@@ -79,7 +82,8 @@ class Cache:
 
     def _indexable(self, item: IndexedVector) -> bool:
         """Only vectors of the serving embedder enter the index: two models' vectors are never compared."""
-        return item.embedding_model == self.embedder.model_id and item.vector.shape[0] == self.index.dim
+        return (item.embedding_model == self.embedder.model_id and item.vector.shape[0] == self.index.dim
+                and self.config.shard.owns(item.namespace))
 
     def add_bulk(self, items: Sequence[IndexedVector]) -> int:
         items = [item for item in items if self._indexable(item)]
@@ -99,7 +103,8 @@ class Cache:
         timings["exact"] = (time.perf_counter() - started) * 1000
         if exact is not None:
             return Lookup(Verdict.EXACT_HIT, exact, similarity=1.0, timings_ms=timings, degraded=tuple(degraded))
-        if key.mode is not LookupMode.FULL or self.index.count(key.scope) == 0:
+        if (key.mode is not LookupMode.FULL or not self.config.shard.owns(key.namespace)
+                or self.index.count(key.scope) == 0):
             return Lookup(Verdict.MISS, timings_ms=timings, degraded=tuple(degraded))
         return self._semantic(key, policy or self.config.policy, timings, degraded)
 
@@ -215,7 +220,7 @@ class Cache:
             log.warning("answer not cached, entry store unavailable: %s", exc)
             return None
         self._put_exact(key.exact, CachedResponse(entry_id, response, now), ttl)
-        if semantic and vectors is not None:
+        if semantic and vectors is not None and self.config.shard.owns(key.namespace):
             self.index.add(entry_id, key.scope, vectors.index)
         return entry_id
 

@@ -7,7 +7,7 @@ import secrets
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from index.cache import DEFAULT_CANDIDATES, DEFAULT_LOG_FLOOR
@@ -82,6 +82,9 @@ class Settings(BaseSettings):
         2.0, ge=0, description="Longest a request waits for company (only under concurrency; never alone)")
     embed_queue_texts: int = Field(
         1024, ge=1, description="Texts waiting to be embedded at most; beyond it requests get 503 + Retry-After")
+    shard: int = Field(0, ge=0, description="This replica's shard of the namespaces (0-based), see DEJA_SHARDS")
+    shards: int = Field(
+        1, ge=1, description="Shards the namespaces are spread over (jump consistent hash); 1 = no sharding")
     snapshot_interval_seconds: float = Field(
         600.0, ge=0, description="How often the HNSW index is saved to data_dir/snapshot (also at shutdown); 0 = never")
     log_level: str = Field("info", description="Log level")
@@ -100,6 +103,12 @@ class Settings(BaseSettings):
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
+
+    @model_validator(mode="after")
+    def _shard_in_range(self) -> Settings:
+        if self.shard >= self.shards:
+            raise ValueError(f"DEJA_SHARD={self.shard} must be below DEJA_SHARDS={self.shards}")
+        return self
 
     @property
     def sql_url(self) -> str:

@@ -25,6 +25,7 @@ from index.exact import ExactCache, LruExactCache, RedisExactCache
 from index.hnsw import SemanticIndex
 from index.maintenance import Maintainer
 from index.policy import MatchPolicy, build_policy
+from index.sharding import Shard
 from index.snapshot import SnapshotDir
 from index.stages import build_stages
 from index.store import EntryStore, make_engine
@@ -109,7 +110,8 @@ class Runtime:
         self.ready = threading.Event()
         self._last_snapshot = time.monotonic()
         self.policy = build_policy(settings)
-        config = CacheConfig(self.policy, settings.ttl_seconds, settings.candidates, settings.decision_log_floor)
+        config = CacheConfig(self.policy, settings.ttl_seconds, settings.candidates, settings.decision_log_floor,
+                             Shard(settings.shard, settings.shards))
         self.stages = build_stages(self.policy)
         self.cache = Cache(parts.exact or build_exact(settings), self.store, SemanticIndex(self.embedder.dim),
                            self.embedder, config,

@@ -158,7 +158,11 @@ class _Handler(BaseHTTPRequestHandler):
         if self.state.delay:
             time.sleep(self.state.delay)
         body = json.loads(raw)
-        text = self._answer(api.last_text(body), n)
+        try:
+            text = self._answer(api.last_text(body), n)
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError):  # a real API refuses it: so do we
+            self._json(400, api.error(400, "stub: the request has no text to answer"))
+            return
         outcome = failure or "ok"
         if failure in ("500", "429"):
             self._json(int(failure), api.error(int(failure), f"stub failure {failure}"))
@@ -213,6 +217,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver's default listen backlog is 5: a burst of 32 new connections would be refused (a 502 that
+    # says nothing about Deja).
+    request_queue_size = 256
+    daemon_threads = True
+
+
 class StubUpstream:
     """Start with `with StubUpstream() as stub:`; `stub.url` is the base URL to give Deja.
 
@@ -223,7 +234,7 @@ class StubUpstream:
     def __init__(self, answers: Mapping[str, str] | None = None, delay: float = 0.0) -> None:
         self.state = StubState(answers=dict(answers or {}), delay=delay)
         handler = type("Handler", (_Handler,), {"state": self.state})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = _Server(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
