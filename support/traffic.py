@@ -132,7 +132,8 @@ def traffic_sweep(database_url: str, target: float, *extra: str) -> dict[str, An
 
 
 def pairs_sweep(target: float) -> dict[str, Any]:
-    return eval_sweep("--dataset", str(PAIRS), "--threshold", THRESHOLDS, "--max-false-hit-rate", str(target))
+    return eval_sweep("--dataset", str(PAIRS), "--decision", "threshold", "--threshold", THRESHOLDS,
+                      "--max-false-hit-rate", str(target))
 
 
 def chosen(choice: dict[str, Any]) -> dict[str, Any]:
