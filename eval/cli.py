@@ -146,6 +146,9 @@ def sweep(
         "file when no database URL is given.")] = None,
     namespace: Annotated[str | None, typer.Option(
         help="--traffic: only this namespace (as logged: the hash of an API key).")] = None,
+    api: Annotated[str | None, typer.Option(
+        help="--traffic: only decisions made for this API, as the gateway logs it: chat (/v1/chat/completions), "
+        "messages (Anthropic /v1/messages) or responses (/v1/responses).")] = None,
     apply: Annotated[bool, typer.Option(
         "--apply", help="--traffic: store each chosen threshold for its namespace (all namespaces: *); running "
         "gateways use it within DEJA_SYNC_INTERVAL_SECONDS. Needs --max-false-hit-rate.")] = False,
@@ -158,6 +161,7 @@ def sweep(
     _check_fraction(max_false_hit_rate, "--max-false-hit-rate")
     _check_fraction(confidence, "--confidence")
     _check_source(dataset, traffic, apply, namespace, max_false_hit_rate)
+    _check_api(traffic, apply, api)
     overrides = {k: v for k, v in (("database_url", database_url), ("data_dir", data_dir)) if v is not None}
     settings = _settings(**overrides)
     policy, chosen = _policy(settings, stages)
@@ -166,7 +170,7 @@ def sweep(
     if dataset is not None:
         _sweep_dataset(dataset, fmt, embedder, config, output)
         return
-    _sweep_traffic(_TrafficSource(settings.sql_url, namespace, apply), config, output)
+    _sweep_traffic(_TrafficSource(settings.sql_url, namespace, apply, api), config, output)
 
 
 @dataclass(frozen=True)
@@ -179,11 +183,13 @@ class _Output:
 
 @dataclass(frozen=True)
 class _TrafficSource:
-    """Which decision log to sweep (`namespace` None: every namespace) and whether to store the choices."""
+    """Which decision log to sweep (`namespace` None: every namespace; `api` None: every API) and whether to
+    store the choices."""
 
     url: str
     namespace: str | None
     apply: bool
+    api: str | None = None
 
 
 def _check_source(
@@ -195,6 +201,15 @@ def _check_source(
         raise typer.BadParameter("--apply and --namespace need --traffic", param_hint="--traffic")
     if apply and target is None:
         raise typer.BadParameter("--apply needs --max-false-hit-rate to choose by", param_hint="--apply")
+
+
+def _check_api(traffic: bool, apply: bool, api: str | None) -> None:
+    if api is None:
+        return
+    if not traffic:
+        raise typer.BadParameter("--api needs --traffic", param_hint="--api")
+    if apply:  # a namespace's threshold serves every API it calls: it is chosen from all of them
+        raise typer.BadParameter("--apply chooses from every API's labels: drop --api", param_hint="--api")
 
 
 def _sweep_dataset(
@@ -224,8 +239,8 @@ def _sweep_traffic(source: _TrafficSource, config: SweepConfig, output: _Output)
 
     try:
         with decision_log(source.url) as log:
-            labeled = log.labeled(source.namespace)
-            report = traffic_report(labeled, config, source.url, source.namespace)
+            labeled = log.labeled(source.namespace, source.api)
+            report = traffic_report(labeled, config, source.url, source.namespace, source.api)
             if source.apply:
                 report = apply_choices(log, report, time.time())
     except StoreUnavailable as exc:

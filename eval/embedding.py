@@ -58,15 +58,18 @@ class MemoEmbedder:
 
 
 class EmbedderName(StrEnum):
-    """Embedders `eval` runs: the gateway's MiniLM, or a hashed bag of words (lexical baseline, no model)."""
+    """Embedders `eval` runs: the gateway's MiniLM (torch or ONNX int8), or a hashed bag of words (lexical baseline)."""
 
     MINILM = "minilm"
+    MINILM_ONNX = "minilm-onnx"  # the same model as an int8 ONNX Runtime export (DEJA_EMBEDDER=onnx)
     HASH = "hash"
 
 
 def make_embedder(name: EmbedderName) -> Embedder:
-    from index.embedder import HashEmbedder, MiniLMEmbedder
+    from index.embedder import HashEmbedder, MiniLMEmbedder, OnnxMiniLMEmbedder
 
     if name is EmbedderName.HASH:
         return HashEmbedder(dim=256)
+    if name is EmbedderName.MINILM_ONNX:
+        return OnnxMiniLMEmbedder()
     return MiniLMEmbedder()

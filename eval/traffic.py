@@ -80,6 +80,8 @@ class TrafficReport:
     namespace: str | None
     sweeps: tuple[TrafficSweep, ...]
     applied: tuple[Applied, ...] = ()
+    # The API whose decisions were swept (`chat`, `messages`, `responses`); None: every API.
+    api: str | None = None
 
 
 def display_url(url: str) -> str:
@@ -144,9 +146,11 @@ def _fixed_veto(item: LabeledDecision) -> str | None:
 
 
 def traffic_report(
-    labeled: Sequence[LabeledDecision], config: SweepConfig, database: str, namespace: str | None = None
+    labeled: Sequence[LabeledDecision], config: SweepConfig, database: str, namespace: str | None = None,
+    api: str | None = None,
 ) -> TrafficReport:
-    """One sweep of every namespace together ("*") and one per namespace; only `namespace` when given."""
+    """One sweep of every namespace together ("*") and one per namespace; only `namespace` when given. `api`
+    names the API the decisions were filtered to (the caller filters), for the report."""
     by_namespace: dict[str, list[LabeledDecision]] = defaultdict(list)
     for item in labeled:
         by_namespace[item.decision.namespace].append(item)
@@ -156,7 +160,7 @@ def traffic_report(
         ordered = sorted(by_namespace.items(), key=lambda kv: (-len(kv[1]), kv[0]))
         groups = [(ALL_NAMESPACES, list(labeled)), *ordered]
     sweeps = tuple(_sweep(name, items, config) for name, items in groups)
-    return TrafficReport(display_url(database), namespace, sweeps)
+    return TrafficReport(display_url(database), namespace, sweeps, api=api)
 
 
 def _sweep(namespace: str, labeled: Sequence[LabeledDecision], config: SweepConfig) -> TrafficSweep:

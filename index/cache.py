@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,10 +21,16 @@ from index.keys import CacheKey, LookupMode
 from index.policy import MatchPolicy
 from index.records import CachedResponse, CacheEntry, Lookup, QueryVectors, StoredEntry, Verdict
 from index.rule import Candidate, Decision, decide
+from index.sharding import Shard
 from index.stages import Stage
 from index.store import EntryStore, IndexedVector
 
 log = logging.getLogger("deja.cache")
+
+# Nearest neighbours read and decided per semantic lookup (`DEJA_CANDIDATES`).
+DEFAULT_CANDIDATES = 3
+# Candidates at or above this similarity are decided and logged even below the threshold (`DEJA_DECISION_LOG_FLOOR`).
+DEFAULT_LOG_FLOOR = 0.5
 
 
 @dataclass(frozen=True)
@@ -33,9 +39,10 @@ class CacheConfig:
 
     policy: MatchPolicy
     ttl_seconds: float | None = None
-    candidates: int = 3
-    # Candidates at or above this similarity are read and decided even below the threshold, for the log.
-    log_floor: float = 0.5
+    candidates: int = DEFAULT_CANDIDATES
+    log_floor: float = DEFAULT_LOG_FLOOR
+    # The namespaces whose semantic index this replica holds (all by default); see `index.sharding`.
+    shard: Shard = field(default_factory=Shard)
 
 
 class Cache:
@@ -75,7 +82,8 @@ class Cache:
 
     def _indexable(self, item: IndexedVector) -> bool:
         """Only vectors of the serving embedder enter the index: two models' vectors are never compared."""
-        return item.embedding_model == self.embedder.model_id and item.vector.shape[0] == self.index.dim
+        return (item.embedding_model == self.embedder.model_id and item.vector.shape[0] == self.index.dim
+                and self.config.shard.owns(item.namespace))
 
     def add_bulk(self, items: Sequence[IndexedVector]) -> int:
         items = [item for item in items if self._indexable(item)]
@@ -95,7 +103,8 @@ class Cache:
         timings["exact"] = (time.perf_counter() - started) * 1000
         if exact is not None:
             return Lookup(Verdict.EXACT_HIT, exact, similarity=1.0, timings_ms=timings, degraded=tuple(degraded))
-        if key.mode is not LookupMode.FULL or self.index.count(key.scope) == 0:
+        if (key.mode is not LookupMode.FULL or not self.config.shard.owns(key.namespace)
+                or self.index.count(key.scope) == 0):
             return Lookup(Verdict.MISS, timings_ms=timings, degraded=tuple(degraded))
         return self._semantic(key, policy or self.config.policy, timings, degraded)
 
@@ -116,7 +125,8 @@ class Cache:
         if stored is None or self._expired(stored):
             return None
         found = CachedResponse(stored.entry_id, stored.response, stored.created_at)
-        self._put_exact(key.exact, found)
+        # Back into the exact tier for what is left of its lifetime, never for a fresh default one.
+        self._put_exact(key.exact, found, None if stored.expires_at is None else stored.expires_at - self.clock())
         return found
 
     def embed_request(self, key: CacheKey) -> QueryVectors:
@@ -178,7 +188,8 @@ class Cache:
 
     def store_answer(self, key: CacheKey, response: dict[str, Any], vectors: QueryVectors | None = None,
                      ttl_seconds: float | None = None) -> int | None:
-        """Record a complete upstream answer. Returns the entry id, or None when the store is down."""
+        """Record a complete upstream answer. Returns the entry id, or None when the store is down or the
+        lifetime is 0."""
         if key.mode is LookupMode.BYPASS:
             return None
         semantic = key.mode is LookupMode.FULL
@@ -190,6 +201,8 @@ class Cache:
                 return None
         now = self.clock()
         ttl = ttl_seconds if ttl_seconds is not None else self.config.ttl_seconds
+        if ttl is not None and not ttl > 0:  # a lifetime of 0 (`max-age=0`): expired before anyone asks
+            return None
         conversation = semantic and vectors is not None and vectors.context is not None
         entry = CacheEntry(
             namespace=key.namespace, exact_key=key.exact, context_key=key.context, model=key.model,
@@ -207,7 +220,7 @@ class Cache:
             log.warning("answer not cached, entry store unavailable: %s", exc)
             return None
         self._put_exact(key.exact, CachedResponse(entry_id, response, now), ttl)
-        if semantic and vectors is not None:
+        if semantic and vectors is not None and self.config.shard.owns(key.namespace):
             self.index.add(entry_id, key.scope, vectors.index)
         return entry_id
 

@@ -8,17 +8,20 @@ The `vetoed_by` column holds the vetoing stage for a veto and the reason for any
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from sqlalchemy import Engine, and_, func, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, SQLAlchemyError
 
-from index.errors import store_errors
+from index.errors import StoreUnavailable, store_errors
 from index.rule import Reason
 from index.schema import decisions, labels, thresholds
 from index.stages import StageResult
+
+log = logging.getLogger("deja.decisions")
 
 
 class LabelSource(StrEnum):
@@ -47,6 +50,8 @@ class DecisionRecord:
     reason: Reason
     vetoed_by: str | None
     created_at: float
+    # The API the request spoke (`chat`, `messages`, `responses`): `eval sweep --traffic --api` filters on it.
+    api: str = "chat"
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,7 @@ def _row_to_decision(m: object) -> DecisionRecord:
     return DecisionRecord(
         row["request_id"], row["namespace"], row["model"], row["prompt"], row["entry_id"], row["candidate_prompt"],
         float(row["similarity"]), float(row["min_similarity"]), stages, row["verdict"], reason, vetoed_by,
-        float(row["created_at"]),
+        float(row["created_at"]), row["api"],
     )
 
 
@@ -115,10 +120,26 @@ class DecisionLog:
             "request_id": r.request_id, "namespace": r.namespace, "model": r.model, "prompt": r.prompt,
             "entry_id": r.entry_id, "candidate_prompt": r.candidate_prompt, "similarity": r.similarity,
             "min_similarity": r.min_similarity, "stages": _stages_json(r.stages), "verdict": r.verdict,
-            "vetoed_by": _outcome_column(r), "created_at": r.created_at,
+            "vetoed_by": _outcome_column(r), "created_at": r.created_at, "api": r.api,
         } for r in records]
-        with store_errors("log decisions"), self.engine.begin() as conn:
-            conn.execute(insert(decisions), rows)
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(insert(decisions), rows)
+        except (OperationalError, InterfaceError) as exc:  # the database, not the rows: nothing to retry
+            raise StoreUnavailable(f"cannot log decisions: {exc}") from exc
+        except (SQLAlchemyError, ValueError):
+            # One bad row (a value the database refuses) must not cost the others, other tenants' included.
+            self._record_each(rows)
+
+    def _record_each(self, rows: Sequence[Mapping[str, object]]) -> None:
+        for row in rows:
+            try:
+                with self.engine.begin() as conn:
+                    conn.execute(insert(decisions), [row])
+            except (OperationalError, InterfaceError) as exc:
+                raise StoreUnavailable(f"cannot log decisions: {exc}") from exc
+            except (SQLAlchemyError, ValueError) as exc:
+                log.warning("decision %s not logged: %s", row["request_id"], type(exc).__name__)
 
     def get(self, request_id: str) -> DecisionRecord | None:
         with store_errors("read decision"), self.engine.connect() as conn:
@@ -137,12 +158,15 @@ class DecisionLog:
             except IntegrityError:
                 conn.execute(update(labels).where(key).values(**values))
 
-    def labeled(self, namespace: str | None = None) -> list[LabeledDecision]:
-        """Every decision that has at least one label, with its label by precedence."""
+    def labeled(self, namespace: str | None = None, api: str | None = None) -> list[LabeledDecision]:
+        """Every decision that has at least one label, with its label by precedence; optionally one namespace's
+        or one API's only."""
         query = select(decisions, labels.c.source, labels.c.correct).join(
             labels, labels.c.request_id == decisions.c.request_id)
         if namespace is not None:
             query = query.where(decisions.c.namespace == namespace)
+        if api is not None:
+            query = query.where(decisions.c.api == api)
         with store_errors("read labeled decisions"), self.engine.connect() as conn:
             rows = conn.execute(query).all()
         best: dict[str, tuple[int, LabeledDecision]] = {}

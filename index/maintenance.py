@@ -19,13 +19,6 @@ log = logging.getLogger("deja.maintenance")
 
 
 @dataclass(frozen=True)
-class SyncReport:
-    added: int
-    removed: int
-    evicted: int = 0
-
-
-@dataclass(frozen=True)
 class StartReport:
     """How the index came up: from a snapshot (plus `added` entries caught up from SQL) or rebuilt."""
 
@@ -96,21 +89,21 @@ class Maintainer:
         with self._lock:
             self._touched.add(entry_id)
 
-    def sync(self) -> SyncReport:
+    def sync(self) -> None:
+        """Catch up: add entries other replicas wrote, forget deleted ones, record the hits served since."""
         index = self.cache.index
-        added = self.cache.warm()
+        self.cache.warm()
         recent = [i for i in self.cache.store.recent_ids(self.clock() - self.RECENT_WINDOW_SECONDS) if i not in index]
         if recent:
             # Ids below the watermark that committed late (see RECENT_WINDOW_SECONDS).
-            added += self.cache.add_bulk(self.cache.store.vectors_for(recent))
-        removed = self._apply_tombstones()
+            self.cache.add_bulk(self.cache.store.vectors_for(recent))
+        self._apply_tombstones()
         with self._lock:
             touched, self._touched = sorted(self._touched), set()
         try:
             self.cache.store.record_hits(touched, self.clock())
         except StoreUnavailable:
             log.warning("could not record %d hits", len(touched))
-        return SyncReport(added, removed)
 
     def evict(self) -> int:
         ids = self.cache.store.eviction_candidates(self.clock(), self.max_entries)

@@ -71,6 +71,7 @@ decisions = Table(
     Column("verdict", String(20), nullable=False),
     Column("vetoed_by", String(40), nullable=True),
     Column("created_at", Float, nullable=False),
+    Column("api", String(20), nullable=False, server_default="chat"),
     Index("ix_deja_decisions_namespace", "namespace"),
     Index("ix_deja_decisions_created_at", "created_at"),
 )

@@ -7,9 +7,10 @@ import secrets
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from index.cache import DEFAULT_CANDIDATES, DEFAULT_LOG_FLOOR
 from index.embedder import EmbedderBackend
 from index.explore import DEFAULT_EXPLORE_RATE
 from index.keys import ContextMatch
@@ -22,6 +23,8 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="DEJA_", extra="ignore")
 
     upstream_url: str = Field("https://api.openai.com", description="Base URL of the OpenAI-compatible upstream")
+    anthropic_upstream_url: str = Field(
+        "https://api.anthropic.com", description="Base URL of the Anthropic upstream (/v1/messages)")
     database_url: str | None = Field(None, description="SQLAlchemy URL; default SQLite file in data_dir")
     redis_url: str | None = Field(None, description="Redis URL for the shared exact tier; default in-process LRU")
     data_dir: Path = Field(Path(".deja"), description="Folder for the SQLite file and the generated secret")
@@ -31,7 +34,8 @@ class Settings(BaseSettings):
         description="Cosine similarity floor between the relevant earlier contexts of two conversations")
     context_match: ContextMatch = Field(
         ContextMatch.SEMANTIC, description="Earlier turns: 'semantic' (relevant context by meaning) or 'exact'")
-    candidates: int = Field(3, ge=1, le=50, description="Nearest neighbours verified per semantic lookup")
+    candidates: int = Field(
+        DEFAULT_CANDIDATES, ge=1, le=50, description="Nearest neighbours verified per semantic lookup")
     guard_polarity: bool = Field(True, description="Veto candidates that differ by a negation or reversal")
     guard_values: bool = Field(True, description="Veto candidates that differ in a number, name or other value")
     verifier: bool = Field(False, description="Run the learned cross-encoder verifier on surviving candidates")
@@ -53,7 +57,8 @@ class Settings(BaseSettings):
     max_entries: int | None = Field(1_000_000, ge=1, description="Entry cap; least recently used are evicted")
     sync_interval_seconds: float = Field(0.5, gt=0, description="How often a replica catches up from SQL")
     evict_interval_seconds: float = Field(30.0, gt=0, description="How often TTL/LRU eviction runs")
-    decision_log_floor: float = Field(0.5, ge=-1.0, le=1.0, description="Log semantic decisions from this similarity")
+    decision_log_floor: float = Field(
+        DEFAULT_LOG_FLOOR, ge=-1.0, le=1.0, description="Log semantic decisions from this similarity")
     audit_rate: float = Field(0.01, ge=0.0, le=1.0, description="Share of semantic hits re-asked upstream")
     audit_concurrency: int = Field(4, ge=1, description="Background audits in flight at most")
     shadow_labels: bool = Field(True, description="Label near-misses by comparing the fresh answer")
@@ -77,6 +82,9 @@ class Settings(BaseSettings):
         2.0, ge=0, description="Longest a request waits for company (only under concurrency; never alone)")
     embed_queue_texts: int = Field(
         1024, ge=1, description="Texts waiting to be embedded at most; beyond it requests get 503 + Retry-After")
+    shard: int = Field(0, ge=0, description="This replica's shard of the namespaces (0-based), see DEJA_SHARDS")
+    shards: int = Field(
+        1, ge=1, description="Shards the namespaces are spread over (jump consistent hash); 1 = no sharding")
     snapshot_interval_seconds: float = Field(
         600.0, ge=0, description="How often the HNSW index is saved to data_dir/snapshot (also at shutdown); 0 = never")
     log_level: str = Field("info", description="Log level")
@@ -95,6 +103,12 @@ class Settings(BaseSettings):
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
+
+    @model_validator(mode="after")
+    def _shard_in_range(self) -> Settings:
+        if self.shard >= self.shards:
+            raise ValueError(f"DEJA_SHARD={self.shard} must be below DEJA_SHARDS={self.shards}")
+        return self
 
     @property
     def sql_url(self) -> str:

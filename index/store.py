@@ -27,6 +27,7 @@ class IndexedVector:
     vector: Vector
     expires_at: float | None
     embedding_model: str = BUNDLED_MODEL_ID
+    namespace: str = ""
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,26 @@ def make_engine(url: str) -> Engine:
             cur.execute("PRAGMA busy_timeout=5000")
             cur.close()
 
+    if engine.dialect.name == "postgresql":
+        event.listen(engine, "before_cursor_execute", _without_nul, retval=True)
     return engine
+
+
+def _scrub(value: object) -> object:
+    """PostgreSQL text cannot hold NUL: it is stored as U+FFFD (keys are hashes of the original, so exact
+    matching is unaffected; only the stored copy of the text differs)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, dict):
+        return {k: _scrub(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_scrub(v) for v in value)
+    return value
+
+
+def _without_nul(_conn: object, _cursor: object, statement: str, parameters: object, _context: object,
+                 _executemany: bool) -> tuple[str, object]:
+    return statement, _scrub(parameters)
 
 
 def _vector(raw: object) -> Vector | None:
@@ -165,7 +185,7 @@ class EntryStore:
         last = after_id
         while True:
             query = (
-                select(entries.c.id, _SCOPE, entries.c.vector, entries.c.expires_at, _MODEL)
+                select(entries.c.id, _SCOPE, entries.c.vector, entries.c.expires_at, _MODEL, entries.c.namespace)
                 .where(entries.c.id > last, entries.c.vector.is_not(None))
                 .order_by(entries.c.id)
                 .limit(batch)
@@ -174,7 +194,7 @@ class EntryStore:
                 rows = conn.execute(query).all()
             for row in rows:
                 yield IndexedVector(int(row.id), str(row.scope), np.frombuffer(row.vector, dtype=np.float32),
-                                    row.expires_at, str(row.embedding_model))
+                                    row.expires_at, str(row.embedding_model), str(row.namespace))
             if len(rows) < batch:
                 return
             last = int(rows[-1].id)
@@ -231,12 +251,12 @@ class EntryStore:
             return [int(i) for i in conn.execute(query).scalars()]
 
     def vectors_for(self, entry_ids: Sequence[int]) -> list[IndexedVector]:
-        query = select(entries.c.id, _SCOPE, entries.c.vector, entries.c.expires_at, _MODEL).where(
+        query = select(entries.c.id, _SCOPE, entries.c.vector, entries.c.expires_at, _MODEL, entries.c.namespace).where(
             entries.c.id.in_(list(entry_ids)), entries.c.vector.is_not(None))
         with store_errors("read vectors"), self.engine.connect() as conn:
             rows = conn.execute(query).all()
         return [IndexedVector(int(r.id), str(r.scope), np.frombuffer(r.vector, dtype=np.float32),
-                              r.expires_at, str(r.embedding_model)) for r in rows]
+                              r.expires_at, str(r.embedding_model), str(r.namespace)) for r in rows]
 
     def eviction_candidates(self, now: float, max_entries: int | None) -> list[int]:
         """Expired entries, then the least recently used beyond `max_entries`."""

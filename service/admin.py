@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Path
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
@@ -20,6 +20,7 @@ from service.deps import (
     require_admin,
 )
 from service.errors import NotFound
+from service.json_input import JsonBodyRoute
 
 
 class Feedback(BaseModel):
@@ -36,8 +37,10 @@ class Invalidate(BaseModel):
     model: str | None = None
 
 
-feedback_router = APIRouter()
-admin_router = APIRouter(prefix="/deja", dependencies=[Depends(require_admin)])
+feedback_router = APIRouter(route_class=JsonBodyRoute)
+admin_router = APIRouter(prefix="/deja", dependencies=[Depends(require_admin)], route_class=JsonBodyRoute)
+# SQL integer columns are signed 64-bit: a larger id names no entry and must not reach the driver.
+EntryId = Annotated[int, Path(ge=0, le=2**63 - 1, description="Entry id")]
 
 
 @feedback_router.post("/v1/deja/feedback")
@@ -60,7 +63,7 @@ async def stats(rt: RuntimeDep) -> dict[str, Any]:
 
 
 @admin_router.get("/entries/{entry_id}")
-async def get_entry(entry_id: int, entries: EntryStoreDep, index: IndexDep) -> dict[str, Any]:
+async def get_entry(entry_id: EntryId, entries: EntryStoreDep, index: IndexDep) -> dict[str, Any]:
     entry = await run_in_threadpool(entries.get, entry_id)
     if entry is None:
         raise NotFound(f"No entry {entry_id}.")
@@ -70,7 +73,7 @@ async def get_entry(entry_id: int, entries: EntryStoreDep, index: IndexDep) -> d
 
 
 @admin_router.delete("/entries/{entry_id}")
-async def delete_entry(entry_id: int, maintainer: MaintainerDep) -> dict[str, Any]:
+async def delete_entry(entry_id: EntryId, maintainer: MaintainerDep) -> dict[str, Any]:
     if await run_in_threadpool(maintainer.delete, [entry_id]) == 0:
         raise NotFound(f"No entry {entry_id}.")
     return {"deleted": 1}

@@ -10,9 +10,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from service import errors
+from service import access_log, errors
 from service.admin import admin_router, feedback_router
 from service.deps import GatewayDep, MetricsDep
+from service.dialects import CHAT, MESSAGES, RESPONSES, error_dialect
 from service.gateway import Gateway
 from service.label_page import label_router
 from service.runtime import Parts, Runtime
@@ -25,6 +26,7 @@ def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        access_log.install()
         runtime = Runtime(settings, parts)
         runtime.start()
         app.state.runtime = runtime
@@ -35,7 +37,7 @@ def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
             await runtime.close()
 
     app = FastAPI(title="Deja", lifespan=lifespan, docs_url=None, redoc_url=None)
-    errors.install(app)
+    errors.install(app, lambda request: error_dialect(request.url.path, request.headers).error_body)
     app.include_router(feedback_router)
     app.include_router(admin_router)
     app.include_router(label_router)
@@ -51,22 +53,26 @@ def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
         runtime: Runtime | None = getattr(request.app.state, "runtime", None)
         if runtime is None or not runtime.ready.is_set():
             return JSONResponse({"status": "loading"}, status_code=503)
-        return JSONResponse({"status": "ready", "indexed": len(runtime.cache.index)})
+        return JSONResponse({"status": "ready", "indexed": len(runtime.index)})
 
     @app.get("/metrics")
     async def metrics(metrics: MetricsDep) -> Response:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
-    @app.post("/v1/chat/completions")
+    @app.post(CHAT.path)
     async def chat(request: Request, gw: GatewayDep) -> Response:
-        return await gw.chat(request)
+        return await gw.handle(request, CHAT)
+
+    @app.post(MESSAGES.path)
+    async def messages(request: Request, gw: GatewayDep) -> Response:
+        return await gw.handle(request, MESSAGES)
+
+    @app.post(RESPONSES.path)
+    async def responses(request: Request, gw: GatewayDep) -> Response:
+        return await gw.handle(request, RESPONSES)
 
     @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"])
     async def passthrough(path: str, request: Request, gw: GatewayDep) -> Response:
         return await gw.passthrough(request, path)
-
-    @app.exception_handler(404)
-    async def not_found(_request: Request, _exc: Exception) -> JSONResponse:
-        return JSONResponse(errors.error_body("Unknown route.", "invalid_request_error"), status_code=404)
 
     return app

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from index.settings import Settings
 
 app = typer.Typer(help="Deja: a verified semantic cache in front of OpenAI-compatible LLM APIs.",
                   no_args_is_help=True)
@@ -15,7 +20,7 @@ def main() -> None:
     """Deja: a verified semantic cache in front of OpenAI-compatible LLM APIs."""
 
 
-def _check_schema(settings: object) -> None:
+def _check_schema(settings: Settings) -> None:
     """Refuse to start on a schema this build does not know (one line, exit 1). A database that cannot be
     reached is not fatal: the gateway starts degraded and serves from upstream."""
     from sqlalchemy.exc import SQLAlchemyError
@@ -24,7 +29,7 @@ def _check_schema(settings: object) -> None:
     from index.migrate import ensure_schema
     from index.store import make_engine
 
-    engine = make_engine(settings.sql_url)  # type: ignore[attr-defined]
+    engine = make_engine(settings.sql_url)
     try:
         ensure_schema(engine)
     except SchemaMismatch as exc:
@@ -41,6 +46,7 @@ def serve(
     host: Annotated[str, typer.Option(help="Interface to bind")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to bind")] = 8080,
     upstream_url: Annotated[str | None, typer.Option(help="DEJA_UPSTREAM_URL")] = None,
+    anthropic_upstream_url: Annotated[str | None, typer.Option(help="DEJA_ANTHROPIC_UPSTREAM_URL")] = None,
     database_url: Annotated[str | None, typer.Option(help="DEJA_DATABASE_URL")] = None,
     redis_url: Annotated[str | None, typer.Option(help="DEJA_REDIS_URL")] = None,
     min_similarity: Annotated[float | None, typer.Option(help="DEJA_MIN_SIMILARITY")] = None,
@@ -52,11 +58,12 @@ def serve(
 
     import uvicorn
 
+    from index.settings import Settings
     from service.app import create_app
-    from service.settings import Settings
 
     overrides = {k: v for k, v in {
-        "upstream_url": upstream_url, "database_url": database_url, "redis_url": redis_url,
+        "upstream_url": upstream_url, "anthropic_upstream_url": anthropic_upstream_url,
+        "database_url": database_url, "redis_url": redis_url,
         "min_similarity": min_similarity, "data_dir": data_dir, "log_level": log_level,
     }.items() if v is not None}
     settings = Settings(**overrides)  # type: ignore[arg-type]
@@ -69,9 +76,9 @@ db_app = typer.Typer(help="Database schema (Alembic migrations).", no_args_is_he
 app.add_typer(db_app, name="db")
 
 
-def _engine(database_url: str | None):  # type: ignore[no-untyped-def]
+def _engine(database_url: str | None) -> Engine:
+    from index.settings import Settings
     from index.store import make_engine
-    from service.settings import Settings
 
     settings = Settings(**({"database_url": database_url} if database_url else {}))  # type: ignore[arg-type]
     return make_engine(settings.sql_url)

@@ -27,6 +27,7 @@ from service.deps import (
     require_admin,
 )
 from service.errors import NotFound, Unauthorized
+from service.json_input import JsonBodyRoute
 from service.labels import answer_text
 
 PAGE_PATH = "/deja/label"
@@ -123,7 +124,7 @@ def _record(decisions: DecisionLog, label: Label) -> None:
     decisions.label(label)
 
 
-api_router = APIRouter(prefix="/deja/api", dependencies=[Depends(require_admin)])
+api_router = APIRouter(prefix="/deja/api", dependencies=[Depends(require_admin)], route_class=JsonBodyRoute)
 label_router = APIRouter()
 
 

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
 from index.decision_log import Label, LabelSource
 from index.errors import Overloaded, StoreUnavailable
+from service.dialects import Dialect
 from service.errors import UpstreamError
-from service.gateway_paths import CHAT_PATH
-from service.labels import answer_text, compare_answers
+from service.labels import compare_answers
 from service.runtime import Runtime
 
 log = logging.getLogger("deja.labels")
@@ -23,10 +24,10 @@ class Labeler:
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
 
-    def _record(self, request_id: str, source: LabelSource, fresh: dict[str, Any], cached: dict[str, Any]) -> None:
-        """Compare and store, in a worker thread (it embeds the two answers)."""
+    def _record(self, request_id: str, source: LabelSource, fresh: str, cached: str) -> None:
+        """Compare two answers' texts and store the label, in a worker thread (it embeds the two answers)."""
         try:
-            agreement = compare_answers(answer_text(fresh), answer_text(cached), self.rt.background_embedder,
+            agreement = compare_answers(fresh, cached, self.rt.background_embedder,
                                         self.rt.settings.answer_same_similarity)
         except Overloaded as exc:  # the background lane is full: this label is skipped, requests come first
             log.info("%s label skipped: %s", source.value, exc)
@@ -36,17 +37,19 @@ class Labeler:
         except StoreUnavailable as exc:
             log.warning("%s label lost: %s", source.value, exc)
 
-    def shadow(self, request_id: str, fresh: dict[str, Any], cached: dict[str, Any]) -> None:
+    def shadow(self, request_id: str, dialect: Dialect, fresh: dict[str, Any], cached: dict[str, Any]) -> None:
         """A near-miss went upstream anyway: would the candidate's answer have been right?"""
         if not self.rt.settings.shadow_labels:
             return
+        texts = dialect.answer_text(fresh), dialect.answer_text(cached)
 
         async def run() -> None:
-            await run_in_threadpool(self._record, request_id, LabelSource.SHADOW, fresh, cached)
+            await run_in_threadpool(self._record, request_id, LabelSource.SHADOW, *texts)
 
         self.rt.spawn(run())
 
-    def audit(self, request_id: str, raw: bytes, headers: dict[str, str], served: dict[str, Any]) -> None:
+    def audit(self, request_id: str, dialect: Dialect, body: Mapping[str, Any], headers: dict[str, str],
+              served: dict[str, Any]) -> None:
         """Re-ask upstream for a served semantic hit, in the background."""
         if self.rt.audit_slots.locked():
             self.rt.metrics.audits.labels("skipped").inc()
@@ -54,12 +57,11 @@ class Labeler:
 
         async def run() -> None:
             async with self.rt.audit_slots:
-                body = json.loads(raw)
-                body.pop("stream_options", None)
-                body["stream"] = False
+                upstream = self.rt.upstream_for(dialect.upstream)
+                content_out = json.dumps(dialect.audit_body(body)).encode()
                 try:
-                    response = await self.rt.upstream.send("POST", CHAT_PATH, headers, json.dumps(body).encode())
-                    content = await self.rt.upstream.read(response)
+                    response = await upstream.send("POST", dialect.path, headers, content_out)
+                    content = await upstream.read(response)
                 except UpstreamError as exc:
                     self.rt.metrics.audits.labels("upstream_error").inc()
                     log.info("audit of %s failed: %s", request_id, exc)
@@ -71,7 +73,8 @@ class Labeler:
                 if not isinstance(fresh, dict):
                     self.rt.metrics.audits.labels("upstream_error").inc()
                     return
-                await run_in_threadpool(self._record, request_id, LabelSource.AUDIT, fresh, served)
+                await run_in_threadpool(self._record, request_id, LabelSource.AUDIT, dialect.answer_text(fresh),
+                                        dialect.answer_text(served))
                 self.rt.metrics.audits.labels("done").inc()
 
         self.rt.spawn(run())

@@ -11,11 +11,12 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
-        self.requests = Counter("deja_requests", "Chat requests by verdict", ["verdict"], registry=r)
+        self.requests = Counter("deja_requests", "Cached-route requests by API and verdict", ["api", "verdict"],
+                                registry=r)
         self.stage_seconds = Histogram("deja_stage_seconds", "Time per pipeline stage",
                                        ["stage"], buckets=_STAGE_BUCKETS, registry=r)
-        self.request_seconds = Histogram("deja_request_seconds", "Gateway time per chat request by verdict",
-                                         ["verdict"], buckets=_STAGE_BUCKETS, registry=r)
+        self.request_seconds = Histogram("deja_request_seconds", "Gateway time per request by API and verdict",
+                                         ["api", "verdict"], buckets=_STAGE_BUCKETS, registry=r)
         self.vetoes = Counter("deja_vetoes", "Semantic candidates vetoed, by the vetoing stage", ["stage"], registry=r)
         self.misses = Counter("deja_semantic_misses", "Semantic candidates not served, by reason", ["reason"],
                               registry=r)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from service.errors import BadRequest
+from service.json_input import decode_json
+
+# RFC 9111 §1.2.2: a delta-seconds too large to represent is taken as 2^31 seconds (68 years).
+MAX_AGE_CAP = 2**31
 
 
 class ChatMessage(BaseModel):
@@ -35,10 +38,7 @@ class ChatRequest(BaseModel):
 
 def parse_chat_body(raw: bytes) -> dict[str, Any]:
     """The JSON body as sent (validated, never rewritten): the key hashes what the caller meant."""
-    try:
-        body = json.loads(raw)
-    except ValueError as exc:
-        raise BadRequest(f"We could not parse the JSON body of your request: {exc}") from exc
+    body = decode_json(raw)
     if not isinstance(body, dict):
         raise BadRequest("The request body must be a JSON object.")
     try:
@@ -66,11 +66,18 @@ def parse_cache_control(value: str | None) -> CacheDirectives:
     max_age = None
     for part in parts:
         if part.startswith("max-age="):
-            try:
-                max_age = max(0.0, float(part.split("=", 1)[1]))
-            except ValueError as exc:
-                raise BadRequest(f"Invalid Cache-Control max-age: {part!r}", param="Cache-Control") from exc
+            max_age = _delta_seconds(part.split("=", 1)[1].strip('"'))
     return CacheDirectives(lookup="no-cache" not in parts, store="no-store" not in parts, max_age=max_age)
+
+
+def _delta_seconds(value: str) -> float:
+    """`max-age` is a non-negative integer (RFC 9111 delta-seconds); inf, nan, -1 or 1e999 are not."""
+    if not value.isascii() or not value.isdigit():
+        raise BadRequest(f"Invalid Cache-Control max-age {value[:40]!r}: give a whole number of seconds.",
+                         param="Cache-Control")
+    # Long digit strings are capped before `int()`, which refuses numbers of thousands of digits.
+    seconds = int(value) if len(value) <= 12 else MAX_AGE_CAP
+    return float(min(seconds, MAX_AGE_CAP))
 
 
 def bearer_token(authorization: str | None) -> str | None:

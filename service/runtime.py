@@ -25,10 +25,12 @@ from index.exact import ExactCache, LruExactCache, RedisExactCache
 from index.hnsw import SemanticIndex
 from index.maintenance import Maintainer
 from index.policy import MatchPolicy, build_policy
+from index.sharding import Shard
 from index.snapshot import SnapshotDir
 from index.stages import build_stages
 from index.store import EntryStore, make_engine
 from service.credentials import credential_policy
+from service.dialects.base import UpstreamName
 from service.metrics import Metrics
 from service.settings import Settings
 from service.upstream import Upstream
@@ -36,12 +38,12 @@ from service.upstream import Upstream
 log = logging.getLogger("deja.runtime")
 
 
-def build_upstream(settings: Settings, transport: httpx.AsyncBaseTransport | None = None) -> Upstream:
+def build_upstream(settings: Settings, base_url: str, transport: httpx.AsyncBaseTransport | None = None) -> Upstream:
     timeout = httpx.Timeout(connect=settings.upstream_connect_timeout, read=settings.upstream_read_timeout,
                             write=30.0, pool=10.0)
     limits = httpx.Limits(max_connections=settings.upstream_max_connections,
                           max_keepalive_connections=settings.upstream_max_connections)
-    return Upstream(settings.upstream_url, timeout, limits, transport)
+    return Upstream(base_url, timeout, limits, transport)
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,8 @@ class Runtime:
         self.ready = threading.Event()
         self._last_snapshot = time.monotonic()
         self.policy = build_policy(settings)
-        config = CacheConfig(self.policy, settings.ttl_seconds, settings.candidates, settings.decision_log_floor)
+        config = CacheConfig(self.policy, settings.ttl_seconds, settings.candidates, settings.decision_log_floor,
+                             Shard(settings.shard, settings.shards))
         self.stages = build_stages(self.policy)
         self.cache = Cache(parts.exact or build_exact(settings), self.store, SemanticIndex(self.embedder.dim),
                            self.embedder, config,
@@ -116,7 +119,8 @@ class Runtime:
         self.maintainer = Maintainer(self.cache, settings.max_entries, clock=self.clock)
         self.decisions = DecisionLog(self.engine)
         self.thresholds = Thresholds(self.policy)
-        self.upstream = build_upstream(settings, parts.transport)
+        self.upstream = build_upstream(settings, settings.upstream_url, parts.transport)
+        self.anthropic_upstream = build_upstream(settings, settings.anthropic_upstream_url, parts.transport)
         self.secret = settings.secret_bytes()
         self.credentials = credential_policy(settings)
         self._pending: list[DecisionRecord] = []
@@ -125,6 +129,9 @@ class Runtime:
         self._task: asyncio.Task[None] | None = None
         self.audit_slots = asyncio.Semaphore(settings.audit_concurrency)
         self.background: set[asyncio.Task[None]] = set()
+
+    def upstream_for(self, name: UpstreamName) -> Upstream:
+        return self.anthropic_upstream if name is UpstreamName.ANTHROPIC else self.upstream
 
     @property
     def index(self) -> SemanticIndex:
@@ -250,4 +257,5 @@ class Runtime:
             await run_in_threadpool(self.save_snapshot)
         await run_in_threadpool(self.embedder.close)
         await self.upstream.aclose()
+        await self.anthropic_upstream.aclose()
         self.engine.dispose()

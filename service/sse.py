@@ -51,13 +51,16 @@ class StreamAccumulator:
             return
         try:
             event = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             self.failed = True
             return
         if not isinstance(event, dict) or "error" in event:
             self.failed = True
             return
-        self._event(event)
+        try:
+            self._event(event)
+        except (TypeError, ValueError, AttributeError):  # an event of the wrong shape: relayed, never stored
+            self.failed = True
 
     def _event(self, event: dict[str, Any]) -> None:
         for key in ("id", "model", "created", "system_fingerprint", "service_tier"):

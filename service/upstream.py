@@ -6,7 +6,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 
 import httpx
 
-from service.errors import UpstreamError, UpstreamTimeout
+from service.errors import BadRequest, UpstreamError, UpstreamTimeout
 
 # Never forwarded in either direction: hop-by-hop and framing headers, which each hop sets itself.
 _HOP = frozenset({
@@ -15,13 +15,25 @@ _HOP = frozenset({
 })
 
 
-def request_headers(headers: Mapping[str, str]) -> dict[str, str]:
+def _wire(text: str) -> bytes:
+    """A header as it came over the wire: the server decoded its bytes as Latin-1, so this restores them
+    exactly (a non-ASCII byte is forwarded as sent, never re-encoded or refused)."""
+    try:
+        return text.encode("latin-1")
+    except UnicodeEncodeError:
+        return text.encode("utf-8")
+
+
+def request_headers(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
     """Caller headers to send upstream (auth included), minus hop-by-hop and Deja's own controls."""
-    return {k: v for k, v in headers.items() if k.lower() not in _HOP and not k.lower().startswith("x-deja-")}
+    return [(_wire(k), _wire(v)) for k, v in headers.items()
+            if k.lower() not in _HOP and not k.lower().startswith("x-deja-")]
 
 
-def response_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in headers.items() if k.lower() not in _HOP and k.lower() not in ("date", "server")}
+def response_headers(headers: httpx.Headers) -> dict[str, str]:
+    """Upstream headers for the caller, decoded as Latin-1 so the bytes reach the caller unchanged."""
+    decoded = ((k.decode("latin-1"), v.decode("latin-1")) for k, v in headers.raw)
+    return {k: v for k, v in decoded if k.lower() not in _HOP and k.lower() not in ("date", "server")}
 
 
 class Upstream:
@@ -39,7 +51,10 @@ class Upstream:
                    content: bytes | AsyncIterator[bytes], params: str = "") -> httpx.Response:
         """Open a streamed response; the caller must `aclose()` it."""
         url = path + (f"?{params}" if params else "")
-        request = self._client.build_request(method, url, headers=request_headers(headers), content=content)
+        try:
+            request = self._client.build_request(method, url, headers=request_headers(headers), content=content)
+        except httpx.InvalidURL as exc:
+            raise BadRequest(f"The request path or query cannot be forwarded: {exc}") from exc
         try:
             return await self._client.send(request, stream=True)
         except httpx.TimeoutException as exc:

@@ -18,29 +18,36 @@ from index.embedder import HashEmbedder
 from service.app import create_app
 from service.runtime import Parts, Runtime
 from service.settings import Settings
-from support.stub_upstream import CUT_AFTER, DONE, answer_for, completion, stream_events
+from support.stub_dialects import CUT_AFTER, ChatApi, MessagesApi, ResponsesApi, StubApi
 
 CHAT = "/v1/chat/completions"
 ADMIN_TOKEN = "admin-secret"
 
 
 class MockUpstream:
-    """An OpenAI-compatible upstream as an httpx `MockTransport`: answers `answer n to: <prompt>`, plain or
-    streamed, and fails on demand (`failures`: "500", "429", "timeout", "unreachable", "cut")."""
+    """The upstreams (Chat Completions, Anthropic Messages, OpenAI Responses) as one httpx `MockTransport`:
+    answers `answer n to: <prompt>` (the n-th call to that API), plain or streamed, and fails on demand
+    (`failures`: "500", "429", "timeout", "unreachable", "cut", "no-done" (a stream that ends cleanly without its
+    last event), "truncate" (a 200 whose JSON body is cut in half), "unfinished" (an answer not to store))."""
 
     def __init__(self) -> None:
         self.requests: list[httpx.Request] = []
         self.failures: deque[str] = deque()
         self.transport = httpx.MockTransport(self._handle)
+        self.apis: dict[str, StubApi] = {api.path: api for api in (ChatApi(), MessagesApi(), ResponsesApi())}
 
     @property
     def chat_calls(self) -> int:
-        return sum(1 for r in self.requests if r.url.path == CHAT)
+        return self.calls_to(CHAT)
+
+    def calls_to(self, path: str) -> int:
+        return sum(1 for r in self.requests if r.url.path == path and r.method == "POST")
 
     async def _handle(self, request: httpx.Request) -> httpx.Response:
         await request.aread()
         self.requests.append(request)
-        if request.url.path != CHAT:
+        api = self.apis.get(request.url.path)
+        if api is None or request.method != "POST":
             return httpx.Response(200, json={"object": "list", "data": [{"id": "stub-model", "object": "model"}]})
         failure = self.failures.popleft() if self.failures else None
         if failure == "timeout":
@@ -48,15 +55,21 @@ class MockUpstream:
         if failure == "unreachable":
             raise httpx.ConnectError("stub refused", request=request)
         if failure in ("500", "429"):
-            return httpx.Response(int(failure), json={"error": {"message": f"stub {failure}", "type": "server_error"}})
+            return httpx.Response(int(failure), json=api.error(int(failure), f"stub {failure}"))
         body = json.loads(request.content)
-        text = answer_for(body, self.chat_calls)
+        n = self.calls_to(api.path)
+        text = f"answer {n} to: {api.last_text(body)}"
+        outcome = failure or "ok"
         if body.get("stream"):
-            events = stream_events(body, text, self.chat_calls)
-            chunks = events[:CUT_AFTER] if failure == "cut" else [*events, DONE]
+            events = api.events(body, n, text, outcome)
+            chunks = events[:CUT_AFTER] if failure == "cut" else events[:-1] if failure == "no-done" else events
             return httpx.Response(200, headers={"content-type": "text/event-stream"},
                                   content=_chunks(chunks, cut=failure == "cut"))
-        return httpx.Response(200, json=completion(body, text, self.chat_calls), headers={"x-request-id": "stub"})
+        answer = api.answer(body, n, text, outcome)
+        if failure == "truncate":
+            whole = json.dumps(answer).encode()
+            return httpx.Response(200, content=whole[: len(whole) // 2], headers={"content-type": "application/json"})
+        return httpx.Response(200, json=answer, headers={"x-request-id": "stub"})
 
 
 async def _chunks(chunks: list[bytes], cut: bool) -> AsyncIterator[bytes]:
@@ -104,7 +117,8 @@ async def inprocess_gateway(tmp_path: Path, **settings: Any) -> AsyncIterator[In
     """The app with its lifespan, reached through `httpx.ASGITransport`; `settings` override `Settings` fields."""
     upstream, clock = MockUpstream(), Clock()
     config = Settings(**{"data_dir": tmp_path, "namespace_secret": "test-secret", "admin_token": ADMIN_TOKEN,
-                         "upstream_url": "http://upstream.test", "audit_rate": 0.0, **settings})
+                         "upstream_url": "http://upstream.test", "anthropic_upstream_url": "http://anthropic.test",
+                         "audit_rate": 0.0, **settings})
     app = create_app(config, Parts(embedder=HashEmbedder(dim=256), transport=upstream.transport, clock=clock))
     async with app.router.lifespan_context(app):
         await asyncio.to_thread(app.state.runtime.ready.wait, 30)  # the index loads in the background

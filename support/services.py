@@ -8,12 +8,13 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import httpx
 import psycopg2
+
+from support.waiting import wait_for
 
 PG_ADMIN_DSN = "host=127.0.0.1 port=5432 user=postgres dbname=test"
 REPO = Path(__file__).resolve().parents[1]
@@ -23,6 +24,29 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def _listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def _end(proc: subprocess.Popen[bytes] | None, hard: bool = False) -> None:
+    """Stop a child we started: SIGTERM (SIGKILL if it lingers 20 s), or SIGKILL at once when `hard`."""
+    if proc is None:
+        return
+    if hard:
+        proc.kill()
+    else:
+        proc.terminate()
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
 
 
 class PgDatabase:
@@ -63,20 +87,12 @@ class PrivateRedis:
             [shutil.which("redis-server") or "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
              "--save", "", "--appendonly", "no", "--dir", str(self._workdir)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("private redis-server did not start")
+        if not wait_for(lambda: _listening(self.port)):
+            raise RuntimeError("private redis-server did not start")
 
     def stop(self) -> None:
-        if self._proc is not None:
-            self._proc.terminate()
-            self._proc.wait(10)
-            self._proc = None
+        _end(self._proc)
+        self._proc = None
 
     def __enter__(self) -> PrivateRedis:
         self.start()
@@ -96,32 +112,38 @@ class GatewayProcess:
         self.log_path = log_path
         self._proc: subprocess.Popen[bytes] | None = None
 
+    @property
+    def data_dir(self) -> Path:
+        """The `DEJA_DATA_DIR` it was started with (its SQLite file and secret live there)."""
+        return Path(self.env["DEJA_DATA_DIR"])
+
     def start(self, timeout: float = 120.0) -> GatewayProcess:
         env = {**os.environ, "HF_HUB_OFFLINE": "1", **self.env}
         with self.log_path.open("ab") as log:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "service", "serve", "--host", "127.0.0.1", "--port", str(self.port)],
                 env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"gateway exited: {self.log_path.read_text()[-3000:]}")
-            try:
-                if httpx.get(self.url + "/readyz", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError(f"gateway did not come up: {self.log_path.read_text()[-3000:]}")
+        if not wait_for(self._ready, timeout, interval=0.2):
+            raise RuntimeError(f"gateway did not come up: {self.log_path.read_text()[-3000:]}")
+        return self
+
+    def _ready(self) -> bool:
+        assert self._proc is not None
+        if self._proc.poll() is not None:
+            raise RuntimeError(f"gateway exited: {self.log_path.read_text()[-3000:]}")
+        try:
+            return httpx.get(self.url + "/readyz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
 
     def stop(self) -> None:
-        if self._proc is not None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-            self._proc = None
+        _end(self._proc)
+        self._proc = None
+
+    def kill(self) -> None:
+        """`kill -9`: no shutdown, no flush, whatever was in flight is cut."""
+        _end(self._proc, hard=True)
+        self._proc = None
 
     def restart(self) -> None:
         self.stop()

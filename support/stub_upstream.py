@@ -1,5 +1,6 @@
-"""A real OpenAI-compatible upstream on loopback for tests: counts calls, streams, fails on demand, and can
-answer per intent (`answers`: prompt -> intent) after an artificial delay."""
+"""A real upstream on loopback for tests, speaking Chat Completions, Anthropic Messages and OpenAI Responses
+(shapes in `support.stub_dialects`): counts calls, streams, fails on demand, and can answer per intent
+(`answers`: prompt -> intent) after an artificial delay."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from support.stub_dialects import CUT_AFTER, ChatApi, MessagesApi, ResponsesApi, StubApi
 
 # Words for intent answers: common, unrelated, so two intents' answers share little meaning.
 ANSWER_WORDS = (
@@ -28,20 +31,26 @@ class StubState:
     # Configuration, kept across `reset()`: prompt -> intent, and seconds to wait before every chat answer.
     answers: Mapping[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    # When set, every answer ends with the credentials the request carried (`[credential: ...]`), so a test
+    # can tell whose answer a response is.
+    tag_credentials: bool = False
     calls: list[dict[str, Any]] = field(default_factory=list)
-    failures: deque[str] = field(default_factory=deque)  # "500", "429", "hang", "cut"
+    # "500", "429", "hang", "cut" (stream dropped mid-way), "no-done" (stream ends cleanly without its last
+    # event: [DONE], message_stop, response.completed), "truncate" (a 200 whose JSON body is cut short, framing
+    # intact), "short" (fewer bytes than Content-Length), "unfinished" (an answer that must not be stored)
+    failures: deque[str] = field(default_factory=deque)
     chunk_delay: float = 0.0
     streams_finished: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    responses: ResponsesApi = field(default_factory=ResponsesApi)
+
     def chat_calls(self) -> list[dict[str, Any]]:
+        return self.calls_to("/v1/chat/completions")
+
+    def calls_to(self, path: str) -> list[dict[str, Any]]:
         with self.lock:
-            return [c for c in self.calls if c["path"] == "/v1/chat/completions"]
-
-
-def answer_for(body: dict[str, Any], n: int) -> str:
-    last = body["messages"][-1].get("content")
-    return f"answer {n} to: {last}"
+            return [c for c in self.calls if c["path"] == path]
 
 
 def intent_answer(intent: str, words: int = 16) -> str:
@@ -50,31 +59,16 @@ def intent_answer(intent: str, words: int = 16) -> str:
     return " ".join(rng.choice(ANSWER_WORDS) for _ in range(words)).capitalize() + "."
 
 
-def completion(body: dict[str, Any], text: str, n: int) -> dict[str, Any]:
-    """A `chat.completion` answering `body` with `text` (the `n`-th call)."""
-    return {
-        "id": f"chatcmpl-stub-{n}", "object": "chat.completion", "created": 1700000000, "model": body["model"],
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop",
-                     "logprobs": None}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }
-
-
-def stream_events(body: dict[str, Any], text: str, n: int) -> list[bytes]:
-    """The SSE events of a streamed answer `text`, word by word, without the final `data: [DONE]`."""
-    head = {"id": f"chatcmpl-stub-{n}", "object": "chat.completion.chunk", "created": 1700000000,
-            "model": body["model"]}
-    events = [{**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                    "finish_reason": None}]}]
-    events += [{**head, "choices": [{"index": 0, "delta": {"content": (" " if i else "") + w},
-                                     "finish_reason": None}]} for i, w in enumerate(text.split(" "))]
-    events.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-    return [b"data: " + json.dumps(event).encode() + b"\n\n" for event in events]
-
-
-DONE = b"data: [DONE]\n\n"
-# The event after which a "cut" stream breaks off.
-CUT_AFTER = 3
+def credential_tag(headers: Mapping[str, str]) -> str:
+    """The credentials an upstream would check (bearer token or other scheme, api-key, x-api-key), as a tag."""
+    found = set()
+    for name in ("authorization", "api-key", "x-api-key"):
+        value = (headers.get(name) or "").strip()
+        if name == "authorization" and value.lower().startswith("bearer"):
+            value = value[6:].strip()
+        if value:
+            found.add(value)
+    return f"[credential: {' + '.join(sorted(found)) or 'none'}]"
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -99,20 +93,64 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _api(self) -> StubApi | None:
+        apis: tuple[StubApi, ...] = (ChatApi(), MessagesApi(), self.state.responses)
+        return next((api for api in apis if api.path == self.path), None)
+
     def do_GET(self) -> None:
         self._record(b"")
+        stored = self.state.responses.stored.get(self.path.removeprefix("/v1/responses/"))
         if self.path.startswith("/v1/models"):
             self._json(200, {"object": "list", "data": [{"id": "stub-model", "object": "model"}]})
+        elif stored is not None:
+            self._json(200, stored)
         else:
             self._json(404, {"error": {"message": "no such route", "type": "invalid_request_error"}})
 
+    def _read_body(self) -> bytes:
+        """The request body, `Content-Length` or chunked (Deja streams pass-through bodies chunked)."""
+        if "chunked" not in (self.headers.get("Transfer-Encoding") or "").lower():
+            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        chunks = []
+        while True:
+            size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                while self.rfile.readline().strip():  # trailers, then the blank line
+                    pass
+                return b"".join(chunks)
+            chunks.append(self.rfile.read(size))
+            self.rfile.readline()
+
+    def _other_method(self) -> None:
+        self._record(self._read_body())
+        if self.command == "HEAD":
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self._json(404, {"error": {"message": "no such route", "type": "invalid_request_error"}})
+
+    do_PUT = do_PATCH = do_OPTIONS = do_HEAD = _other_method
+
+    def do_DELETE(self) -> None:
+        response_id = self.path.removeprefix("/v1/responses/")
+        if response_id == self.path:
+            self._other_method()
+            return
+        self._record(b"")
+        if self.state.responses.stored.pop(response_id, None) is None:
+            self._json(404, {"error": {"message": "no such response", "type": "invalid_request_error"}})
+        else:
+            self._json(200, {"id": response_id, "object": "response.deleted", "deleted": True})
+
     def do_POST(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        raw = self._read_body()
         n = self._record(raw)
+        api = self._api()
         if self.path == "/v1/embeddings":
             self._json(200, {"object": "list", "data": [{"embedding": [0.1, 0.2], "index": 0}]})
             return
-        if self.path != "/v1/chat/completions":
+        if api is None:
             self._json(404, {"error": {"message": "no such route", "type": "invalid_request_error"}})
             return
         with self.state.lock:
@@ -120,32 +158,45 @@ class _Handler(BaseHTTPRequestHandler):
         if self.state.delay:
             time.sleep(self.state.delay)
         body = json.loads(raw)
+        text = self._answer(api.last_text(body), n)
+        outcome = failure or "ok"
         if failure in ("500", "429"):
-            self._json(int(failure), {"error": {"message": f"stub failure {failure}", "type": "server_error"}})
-            return
-        if failure == "hang":
+            self._json(int(failure), api.error(int(failure), f"stub failure {failure}"))
+        elif failure == "hang":
             time.sleep(3)
-            self._json(200, self._completion(body, n))
-            return
-        if body.get("stream"):
-            self._stream(body, n, cut=failure == "cut")
+            self._json(200, api.answer(body, n, text, outcome))
+        elif failure in ("truncate", "short"):
+            self._truncated(api.answer(body, n, text, outcome), short=failure == "short")
+        elif body.get("stream"):
+            self._stream(api.events(body, n, text, outcome), failure)
         else:
-            self._json(200, self._completion(body, n))
+            self._json(200, api.answer(body, n, text, outcome))
 
-    def _answer(self, body: dict[str, Any], n: int) -> str:
-        intent = self.state.answers.get(str(body["messages"][-1].get("content")))
-        return answer_for(body, n) if intent is None else intent_answer(intent)
+    def _truncated(self, payload: dict[str, Any], short: bool) -> None:
+        data = json.dumps(payload).encode()
+        cut = data[: len(data) // 2]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data) if short else len(cut)))
+        self.end_headers()
+        self.wfile.write(cut)
+        self.wfile.flush()
+        if short:
+            self.connection.shutdown(2)
+            self.close_connection = True
 
-    def _completion(self, body: dict[str, Any], n: int) -> dict[str, Any]:
-        return completion(body, self._answer(body, n), n)
+    def _answer(self, last: str, n: int) -> str:
+        intent = self.state.answers.get(last)
+        text = f"answer {n} to: {last}" if intent is None else intent_answer(intent)
+        return f"{text} {credential_tag(self.headers)}" if self.state.tag_credentials else text
 
-    def _stream(self, body: dict[str, Any], n: int, cut: bool) -> None:
+    def _stream(self, events: list[bytes], failure: str | None) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        for i, event in enumerate(stream_events(body, self._answer(body, n), n)):
-            if cut and i == CUT_AFTER:
+        for i, event in enumerate(events[:-1] if failure == "no-done" else events):
+            if failure == "cut" and i == CUT_AFTER:
                 self.wfile.flush()
                 self.connection.shutdown(2)  # drop the connection mid-stream, no terminating chunk
                 self.close_connection = True
@@ -153,7 +204,6 @@ class _Handler(BaseHTTPRequestHandler):
             self._chunk(event)
             if self.state.chunk_delay:
                 time.sleep(self.state.chunk_delay)
-        self._chunk(DONE)
         self._chunk(b"")
         with self.state.lock:
             self.state.streams_finished += 1
@@ -161,6 +211,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+
+class _Server(ThreadingHTTPServer):
+    # socketserver's default listen backlog is 5: a burst of 32 new connections would be refused (a 502 that
+    # says nothing about Deja).
+    request_queue_size = 256
+    daemon_threads = True
 
 
 class StubUpstream:
@@ -173,7 +230,7 @@ class StubUpstream:
     def __init__(self, answers: Mapping[str, str] | None = None, delay: float = 0.0) -> None:
         self.state = StubState(answers=dict(answers or {}), delay=delay)
         handler = type("Handler", (_Handler,), {"state": self.state})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = _Server(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)

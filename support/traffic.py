@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 
 from eval.datasets import StreamRequest, load_stream
+from index.settings import Settings
 from support.services import REPO, GatewayProcess
 from support.stub_upstream import StubUpstream
 
@@ -71,7 +72,7 @@ def deployment(requests: Sequence[StreamRequest], data_dir: Path) -> Iterator[De
         env = deployment_env(stub.url, data_dir)
         gateway = GatewayProcess(env, data_dir / "gateway.log").start()
         try:
-            yield Deployment(gateway, f"sqlite:///{data_dir / 'deja.db'}")
+            yield Deployment(gateway, Settings(data_dir=data_dir, database_url=None).sql_url)
         finally:
             gateway.stop()
 

@@ -34,6 +34,7 @@ class Deployment:
 def base_env(stub: StubUpstream, data_dir: Path) -> dict[str, str]:
     return {
         "DEJA_UPSTREAM_URL": stub.url,
+        "DEJA_ANTHROPIC_UPSTREAM_URL": stub.url,
         "DEJA_DATA_DIR": str(data_dir),
         "DEJA_UPSTREAM_READ_TIMEOUT": "1.5",
         "DEJA_ADMIN_TOKEN": "admin-secret",

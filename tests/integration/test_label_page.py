@@ -6,7 +6,6 @@ from __future__ import annotations
 import sqlite3
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,26 +25,16 @@ pytestmark = pytest.mark.integration
 ADMIN = {"Authorization": "Bearer admin-secret"}
 
 
-@dataclass
-class Gateway:
-    process: GatewayProcess
-    data_dir: Path
-
-    @property
-    def url(self) -> str:
-        return self.process.url
-
-
 @pytest.fixture(scope="module")
-def gateway(stub: StubUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+def gateway(stub: StubUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     """A SQLite gateway of this module's own, so the pending list holds only the decisions its tests make."""
     data_dir = tmp_path_factory.mktemp("deja-label")
     process = GatewayProcess(base_env(stub, data_dir), data_dir / "gateway.log").start()
-    yield Gateway(process, data_dir)
+    yield process
     process.stop()
 
 
-def ask(gateway: Gateway, api_key: str, content: str) -> httpx.Response:
+def ask(gateway: GatewayProcess, api_key: str, content: str) -> httpx.Response:
     body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": content}]}
     response = httpx.post(gateway.url + "/v1/chat/completions", json=body, timeout=20,
                           headers={"Authorization": f"Bearer {api_key}"})
@@ -53,7 +42,7 @@ def ask(gateway: Gateway, api_key: str, content: str) -> httpx.Response:
     return response
 
 
-def pending(gateway: Gateway) -> dict[str, Any]:
+def pending(gateway: GatewayProcess) -> dict[str, Any]:
     response = httpx.get(gateway.url + "/deja/api/pending", headers=ADMIN, timeout=10)
     response.raise_for_status()
     result: dict[str, Any] = response.json()
@@ -72,7 +61,7 @@ def progress_is(text: str) -> Any:
     return lambda driver: driver.find_element(By.ID, "progress").text == text
 
 
-def test_admin_labels_a_vetoed_near_miss_and_a_semantic_hit_in_the_browser(gateway: Gateway) -> None:
+def test_admin_labels_a_vetoed_near_miss_and_a_semantic_hit_in_the_browser(gateway: GatewayProcess) -> None:
     api_key = f"sk-test-{uuid.uuid4().hex}"
     ask(gateway, api_key, "How do I reset my password?")
     hit = ask(gateway, api_key, "How can I reset my password?")
@@ -117,7 +106,7 @@ def test_admin_labels_a_vetoed_near_miss_and_a_semantic_hit_in_the_browser(gatew
     assert after["progress"] == {"labelled": 2, "pending": 0, "pending_capped": False, "total": 2}
 
 
-def test_token_in_the_url_becomes_a_strict_httponly_cookie(gateway: Gateway) -> None:
+def test_token_in_the_url_becomes_a_strict_httponly_cookie(gateway: GatewayProcess) -> None:
     response = httpx.get(gateway.url + "/deja/label", params={"token": "admin-secret"})
     assert response.status_code == 303 and response.headers["location"] == "/deja/label"
     cookie = response.headers["set-cookie"].lower()
@@ -135,7 +124,7 @@ def test_token_in_the_url_becomes_a_strict_httponly_cookie(gateway: Gateway) -> 
     {"cookies": {"deja_admin": "wrong"}},
     {"headers": {"Authorization": "Bearer wrong"}},
 ], ids=["no-token", "wrong-token-in-url", "wrong-cookie", "wrong-bearer"])
-def test_page_without_a_valid_token_is_a_401_in_openai_shape(gateway: Gateway,
+def test_page_without_a_valid_token_is_a_401_in_openai_shape(gateway: GatewayProcess,
                                                              request_kwargs: dict[str, Any]) -> None:
     response = httpx.get(gateway.url + "/deja/label", **request_kwargs)
     assert response.status_code == 401
@@ -143,12 +132,12 @@ def test_page_without_a_valid_token_is_a_401_in_openai_shape(gateway: Gateway,
     assert "set-cookie" not in response.headers
 
 
-def test_label_api_needs_the_token(gateway: Gateway) -> None:
+def test_label_api_needs_the_token(gateway: GatewayProcess) -> None:
     assert httpx.get(gateway.url + "/deja/api/pending").status_code == 401
     assert httpx.post(gateway.url + "/deja/api/label", json={"request_id": "x", "same": True}).status_code == 401
 
 
-def test_labelling_an_unknown_decision_is_a_404_in_openai_shape(gateway: Gateway) -> None:
+def test_labelling_an_unknown_decision_is_a_404_in_openai_shape(gateway: GatewayProcess) -> None:
     response = httpx.post(gateway.url + "/deja/api/label", headers=ADMIN,
                           json={"request_id": "no-such-request", "same": True})
     assert response.status_code == 404

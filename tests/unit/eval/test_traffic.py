@@ -9,6 +9,7 @@ The log (thresholds 0.80, 0.90, 0.95; labels resolved human > feedback > audit >
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -210,3 +211,30 @@ def test_apply_and_namespace_need_traffic() -> None:
     for option in (["--apply"], ["--namespace", "ns-a"]):
         result = CliRunner().invoke(app, ["sweep", "--dataset", PAIRS, "--embedder", "hash", *option])
         assert result.exit_code == 2
+
+
+def test_api_filter_sweeps_only_that_apis_decisions(tmp_path: Path) -> None:
+    def record(rid: str, api: str, similarity: float) -> DecisionRecord:
+        return dataclasses.replace(_record(rid, "ns", similarity), api=api)
+
+    url = _log(tmp_path / "deja.db", [
+        (record("C1", "chat", 0.97), [(LabelSource.AUDIT, True)]),
+        (record("M1", "messages", 0.96), [(LabelSource.AUDIT, True)]),
+        (record("M2", "messages", 0.91), [(LabelSource.SHADOW, False)]),
+        (record("R1", "responses", 0.93), [(LabelSource.FEEDBACK, True)]),
+    ])
+    code, out, err = _run("--database-url", url, "--api", "messages", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["api"] == "messages"
+    assert _sweeps(out)[ALL_NAMESPACES]["labels"] == 2
+    code, out, _ = _run("--database-url", url, "--json")
+    assert code == 0 and json.loads(out)["api"] is None and _sweeps(out)[ALL_NAMESPACES]["labels"] == 4
+
+
+@pytest.mark.parametrize("args", [
+    pytest.param(["--api", "messages", "--apply", "--max-false-hit-rate", "0.5"], id="api-with-apply"),
+])
+def test_api_filter_cannot_choose_thresholds_for_every_api(url: str, args: list[str]) -> None:
+    code, _, _ = _run("--database-url", url, *args)
+    assert code == 2

@@ -84,7 +84,7 @@ async def test_stream_is_relayed_stored_and_replayed_as_a_stream(gw: InProcessGa
     replayed = await gw.chat(PROMPT, stream=True)
     assert replayed.headers["x-deja-cache"] == "hit-exact" and sse_text(replayed.text) == sse_text(relayed.text)
     assert replayed.text.endswith("data: [DONE]\n\n") and gw.upstream.chat_calls == 1
-    assert await gw.metric('deja_request_seconds_count{verdict="miss"}') == 1  # a streamed request is timed
+    assert await gw.metric('deja_request_seconds_count{api="chat",verdict="miss"}') == 1  # a streamed request is timed
 
 
 async def test_a_cut_stream_ends_with_an_error_event_and_is_not_stored(gw: InProcessGateway) -> None:
@@ -113,8 +113,8 @@ async def test_no_store_bypasses_and_is_timed_as_a_bypass(gw: InProcessGateway) 
     first = await gw.chat(PROMPT, headers={"Cache-Control": "no-store"})
     assert first.headers["x-deja-cache"] == "bypass"
     assert (await gw.chat(PROMPT)).headers["x-deja-cache"] == "miss"
-    assert await gw.metric('deja_request_seconds_count{verdict="bypass"}') == 1
-    assert await gw.metric('deja_request_seconds_count{verdict="miss"}') == 1
+    assert await gw.metric('deja_request_seconds_count{api="chat",verdict="bypass"}') == 1
+    assert await gw.metric('deja_request_seconds_count{api="chat",verdict="miss"}') == 1
 
 
 async def test_no_cache_skips_the_lookup_but_stores(gw: InProcessGateway) -> None:

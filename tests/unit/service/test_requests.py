@@ -26,6 +26,18 @@ def test_cache_control_directives() -> None:
         parse_cache_control("max-age=soon")
 
 
+@pytest.mark.parametrize("value", ["inf", "1e999", "nan", "-1", "1.5", "0x10", "", "١"])
+def test_max_age_must_be_whole_seconds(value: str) -> None:
+    with pytest.raises(BadRequest) as raised:
+        parse_cache_control(f"max-age={value}")
+    assert raised.value.param == "Cache-Control"
+
+
+def test_huge_max_age_is_capped_not_an_error() -> None:
+    assert parse_cache_control("max-age=" + "9" * 5000).max_age == 2**31
+    assert parse_cache_control("max-age=0").max_age == 0
+
+
 def test_bearer_token() -> None:
     assert bearer_token("Bearer sk-1") == "sk-1"
     assert bearer_token(None) is None

@@ -1,0 +1,87 @@
+"""OpenAI Chat Completions (`POST /v1/chat/completions`): the first dialect; its stream shapes live in
+`service.sse`, its keys in `index.keys.chat_request` (eval keys chat bodies too)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from index.keys import CanonicalRequest, chat_request
+from service.dialects.base import Accumulator, UpstreamName
+from service.errors import error_body
+from service.labels import answer_text
+from service.requests import parse_chat_body
+from service.sse import StreamAccumulator, replay, storable_finish
+
+
+def openai_error(message: str, kind: str, param: str | None = None) -> dict[str, Any]:
+    return error_body(message, kind, param)
+
+
+class ChatAccumulator:
+    def __init__(self) -> None:
+        self._inner = StreamAccumulator()
+
+    def feed(self, chunk: bytes) -> None:
+        self._inner.feed(chunk)
+
+    @property
+    def ended(self) -> bool:
+        return self._inner.done
+
+    @property
+    def complete(self) -> bool:
+        return self._inner.complete
+
+    def answer(self) -> dict[str, Any]:
+        return self._inner.completion()
+
+
+class ChatDialect:
+    name = "chat"
+    path = "/v1/chat/completions"
+    upstream = UpstreamName.OPENAI
+
+    def parse(self, raw: bytes) -> dict[str, Any]:
+        return parse_chat_body(raw)
+
+    def canonical(self, body: Mapping[str, Any], headers: Mapping[str, str]) -> CanonicalRequest:
+        return chat_request(body)
+
+    def streams(self, body: Mapping[str, Any]) -> bool:
+        return bool(body.get("stream"))
+
+    def stored_answer(self, body: Any) -> dict[str, Any] | None:
+        if not isinstance(body, dict) or not isinstance(body.get("choices"), list) or not body["choices"]:
+            return None
+        if not all(isinstance(c, dict) and storable_finish(c.get("finish_reason")) for c in body["choices"]):
+            return None
+        return body
+
+    def accumulator(self) -> Accumulator:
+        return ChatAccumulator()
+
+    def serve(self, cached: Mapping[str, Any], body: Mapping[str, Any], now: float) -> dict[str, Any] | None:
+        return {**cached, "id": f"chatcmpl-deja-{uuid.uuid4().hex[:24]}", "created": int(now)}
+
+    def replay(self, answer: Mapping[str, Any], body: Mapping[str, Any]) -> Iterator[bytes]:
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        return replay(dict(answer), include_usage)
+
+    def error_body(self, status: int, kind: str, message: str, param: str | None = None) -> dict[str, Any]:
+        return openai_error(message, kind, param)
+
+    def stream_error(self, message: str, kind: str) -> bytes:
+        return b"data: " + json.dumps(openai_error(message, kind)).encode() + b"\n\n"
+
+    def answer_text(self, answer: Mapping[str, Any] | None) -> str:
+        return answer_text(dict(answer) if answer else None)
+
+    def tokens(self, answer: Mapping[str, Any]) -> int | None:
+        total = (answer.get("usage") or {}).get("total_tokens")
+        return total if isinstance(total, int) else None
+
+    def audit_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in body.items() if k != "stream_options"} | {"stream": False}
