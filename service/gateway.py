@@ -31,7 +31,7 @@ from index.rule import Reason
 from service.credentials import NO_CREDENTIAL, namespace_of
 from service.dialects import Dialect, speaks_anthropic
 from service.dialects.base import UpstreamName
-from service.errors import BadRequest, PayloadTooLarge, UpstreamError
+from service.errors import BadRequest, NotFound, PayloadTooLarge, UpstreamError
 from service.labeler import Labeler
 from service.requests import CacheDirectives, parse_cache_control
 from service.runtime import Runtime
@@ -265,6 +265,8 @@ class Gateway:
         """Any other route: forwarded unchanged and uncached, bodies streamed both ways."""
         if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
             raise BadRequest("The request path contains a control character.", param="path")
+        if path == "deja" or path.startswith("deja/"):  # Deja's own routes: a typo must not carry the admin
+            raise NotFound("Unknown route.")  # token to the upstream
         anthropic = speaks_anthropic(path, request.headers)
         upstream = self.rt.upstream_for(UpstreamName.ANTHROPIC if anthropic else UpstreamName.OPENAI)
         response = await upstream.send(request.method, "/" + path, dict(request.headers), request.stream(),
