@@ -31,6 +31,8 @@ class Reason(StrEnum):
     VETOED = "vetoed"
     # Judge mode: no candidate's P(same answer) cleared the bar of the false-hit budget.
     BELOW_BAR = "judge_below_bar"
+    # Judge mode: a would-be hit the judge was unsure of went upstream instead, to be labelled (exploration).
+    EXPLORED = "explored"
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,16 @@ from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from index.decision_log import DecisionRecord
+from index.decision_log import DecisionRecord, LabelSource
+from index.explore import Exploration
+from index.judge_rule import JUDGE_STAGE
 from index.keys import CacheKey, LookupMode, key_for
 from index.records import CachedResponse, Lookup, QueryVectors, Verdict
+from index.rule import Reason
 from service.credentials import NO_CREDENTIAL, namespace_of
 from service.dialects import Dialect, speaks_anthropic
 from service.dialects.base import UpstreamName
-from service.errors import BadRequest, PayloadTooLarge, UpstreamError
+from service.errors import BadRequest, NotFound, PayloadTooLarge, UpstreamError
 from service.labeler import Labeler
 from service.requests import CacheDirectives, parse_cache_control
 from service.runtime import Runtime
@@ -245,7 +248,9 @@ class Gateway:
     def _label_near_miss(self, exchange: Exchange, answer: dict[str, Any], lookup: Lookup) -> None:
         """A candidate was found and not served: compare its answer with the fresh one, in the background."""
         if lookup.candidate_response is not None and lookup.decision is not None:
-            self.labeler.shadow(exchange.request_id, exchange.dialect, answer, lookup.candidate_response)
+            explored = lookup.decision.reason is Reason.EXPLORED
+            source = LabelSource.EXPLORE if explored else LabelSource.SHADOW
+            self.labeler.shadow(exchange.request_id, exchange.dialect, answer, lookup.candidate_response, source)
 
     async def _store(self, exchange: Exchange, answer: dict[str, Any], lookup: Lookup) -> int | None:
         vector: QueryVectors | None = lookup.vector
@@ -260,6 +265,8 @@ class Gateway:
         """Any other route: forwarded unchanged and uncached, bodies streamed both ways."""
         if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
             raise BadRequest("The request path contains a control character.", param="path")
+        if path == "deja" or path.startswith("deja/"):  # Deja's own routes: a typo must not carry the admin
+            raise NotFound("Unknown route.")  # token to the upstream
         anthropic = speaks_anthropic(path, request.headers)
         upstream = self.rt.upstream_for(UpstreamName.ANTHROPIC if anthropic else UpstreamName.OPENAI)
         response = await upstream.send(request.method, "/" + path, dict(request.headers), request.stream(),
@@ -284,6 +291,19 @@ def _upstream_json(content: bytes, exchange: Exchange) -> Any:
     except (ValueError, RecursionError) as exc:
         log.warning("upstream 200 with a broken JSON body (request %s): %s", exchange.request_id, exc)
         raise UpstreamError("The upstream answer was cut short or is not valid JSON; nothing was cached.") from exc
+
+
+def explored(lookup: Lookup, bar: float, max_false_hit_rate: float, exploration: Exploration, draw: float) -> Lookup:
+    """`lookup` as it is, or, for a judge's would-be hit that `exploration` picks (with `draw`, uniform in [0, 1)),
+    a miss whose decision says `explored`: it goes upstream and its answer is compared with the candidate's."""
+    decision = lookup.decision
+    if lookup.verdict is not Verdict.SEMANTIC_HIT or decision is None:
+        return lookup
+    p = next((s.score for s in decision.stages if s.stage == JUDGE_STAGE and s.score is not None), None)
+    if p is None or not exploration.explores(p, bar, max_false_hit_rate, draw):
+        return lookup
+    return dataclasses.replace(lookup, verdict=Verdict.MISS, response=None,
+                               decision=dataclasses.replace(decision, reason=Reason.EXPLORED))
 
 
 async def _aiter(chunks: Iterable[bytes]) -> AsyncIterator[bytes]:
