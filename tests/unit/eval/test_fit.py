@@ -12,7 +12,7 @@ from eval.cli import app
 from eval.fit import FitError, Validation, _compare, fit_traffic
 from eval.refit import refit_judge
 from index.decision_log import DecisionLog, DecisionRecord, Label, LabeledDecision, LabelSource
-from index.judge import Judge, load_judge
+from index.judge import Judge
 from index.judge_features import JudgeInput
 from index.judge_store import JudgeStore
 from index.migrate import upgrade
@@ -26,9 +26,9 @@ DIFFERENT = [("how do i freeze my card {}", "how do i unfreeze my card {}", 0.95
              ("sort my files oldest first {}", "sort my files newest first {}", 0.96)]
 
 
-@pytest.fixture(scope="module")
-def prior() -> Judge:
-    return load_judge()
+@pytest.fixture
+def prior(small_prior: Judge) -> Judge:
+    return small_prior
 
 
 def _records(n: int) -> list[tuple[DecisionRecord, bool]]:

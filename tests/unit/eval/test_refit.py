@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from eval.refit import refit_judge
-from index.judge import Judge, load_judge
+from index.judge import Judge
 from index.judge_features import JudgeInput
 
 
-@pytest.fixture(scope="module")
-def prior() -> Judge:
-    return load_judge()
+@pytest.fixture
+def prior(small_prior: Judge) -> Judge:
+    return small_prior
 
 
 def _labels() -> tuple[list[JudgeInput], list[bool]]:

@@ -1,4 +1,4 @@
-"""One smoke test with the real MiniLM model (marked integration: it loads the model, ~seconds)."""
+"""One smoke test with the real MiniLM model on the unit suite's labelled-pair fixture (it loads the model)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from eval.datasets import load_pairs
 from eval.sweep import SweepConfig, build_report, score_pairs
 from index.embedder import MiniLMEmbedder
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "unit" / "eval" / "fixtures"
+
+pytestmark = pytest.mark.integration
 
 
-@pytest.mark.integration
 def test_minilm_ranks_paraphrases_above_unrelated_pairs() -> None:
     scored = score_pairs(load_pairs(FIXTURES / "pairs.jsonl"), MiniLMEmbedder())
     by_id = {item.pair.id: item.similarity for item in scored}

@@ -1,0 +1,70 @@
+"""Near-twin intents, a bag-of-words embedder for them and a small judge fitted on them in a fraction of a
+second, for tests that need a prior to serve and to refit on top of without paying for the shipped one."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+import numpy as np
+
+from index.judge import Judge
+from index.judge_features import JudgeInput, feature_matrix
+from index.judge_fit import TrainingPlan, calibrate, held_out, train
+
+# Near-twin intents: each pair shares most words and needs another answer.
+WORDINGS = {
+    "freeze_card": ["how do i freeze my debit card", "freeze debit card in the app", "lock my debit card for now"],
+    "unfreeze_card": ["how do i unfreeze my debit card", "unfreeze debit card in the app", "unlock my debit card"],
+    "sort_oldest": ["sort my files oldest first", "order files by date oldest first", "oldest files at the top"],
+    "sort_newest": ["sort my files newest first", "order files by date newest first", "newest files at the top"],
+    "tip_18": ["what is an 18 percent tip on 85 dollars", "18 percent tip on 85", "tip 18 percent of 85 dollars"],
+    "tip_20": ["what is a 20 percent tip on 85 dollars", "20 percent tip on 85", "tip 20 percent of 85 dollars"],
+}
+SUFFIXES = ("", "please", "thx")
+# Few, small trees: the judge only has to tell these intents apart, and a test session fits it once.
+SMALL_PLAN = TrainingPlan(max_iter=20, min_samples_leaf=10)
+
+
+class BagOfWords:
+    """Deterministic unit vectors from word counts (hashed into 64 buckets); shared words mean high cosine."""
+
+    model_id = "bag-of-words"
+    dim = 64
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        rows = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                rows[row, sum(map(ord, word)) % self.dim] += 1.0
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def twin_pairs(n: int, seed: int) -> tuple[list[JudgeInput], list[bool]]:
+    """`n` (request, cached) pairs, about half of one intent (True) and half of its twin (False)."""
+    rng = random.Random(seed)
+    intents = sorted(WORDINGS)
+    twin = {a: b for a, b in zip(intents[::2], intents[1::2], strict=True)}
+    twin |= {b: a for a, b in twin.items()}
+    embedder = BagOfWords()
+    items, labels = [], []
+    for _ in range(n):
+        intent = rng.choice(intents)
+        same = rng.random() < 0.5
+        query, cached = (f"{rng.choice(WORDINGS[name])} {rng.choice(SUFFIXES)}".strip()
+                         for name in (intent, intent if same else twin[intent]))
+        vectors = embedder.embed([query, cached])
+        items.append(JudgeInput(query, cached, float(vectors[0] @ vectors[1])))
+        labels.append(same)
+    return items, labels
+
+
+def small_judge(pairs: int = 1200, seed: int = 0) -> Judge:
+    """A judge without a prior, trained on half of `twin_pairs` and calibrated on the other half (enough
+    held-out pairs for a 2% false-hit budget to have a cut)."""
+    items, labels = twin_pairs(pairs, seed)
+    x = feature_matrix(items)
+    y = np.asarray(labels, dtype=np.int8)
+    held = held_out(y, 0.5, seed)
+    forest = train(x[~held], y[~held], None, seed, SMALL_PLAN)
+    return calibrate(forest, x[held], y[held], None, {"test_judge": "support.judges.small_judge", "seed": seed})
