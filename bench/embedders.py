@@ -33,10 +33,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threshold", type=float, default=0.90)
     parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--threads", type=int, default=1, help="intra-op threads of both backends")
     args = parser.parse_args()
     data = pairs()
     texts = sorted({t for pair in data for t in pair})
-    torch_model, onnx_model = MiniLMEmbedder(), OnnxMiniLMEmbedder()
+    torch_model, onnx_model = MiniLMEmbedder(threads=args.threads), OnnxMiniLMEmbedder(threads=args.threads)
     vt, vo = torch_model.embed(texts), onnx_model.embed(texts)
     agreement = np.sum(vt * vo, axis=1)
     row = {t: i for i, t in enumerate(texts)}

@@ -106,6 +106,7 @@ def main() -> None:
     parser.add_argument("--threshold", type=float, default=0.80, help="cosine similarity floor for both")
     parser.add_argument("--gptcache-path", type=Path, default=Path("/tmp/gptcache-pkgs"))
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--threads", type=int, default=1, help="intra-op threads of both backends")
     args = parser.parse_args()
     sys.path.insert(0, str(args.gptcache_path))
     try:
@@ -115,7 +116,7 @@ def main() -> None:
         return
     stored, duplicates = load_pairs(args.prompts)
     duplicates = duplicates[: args.queries]
-    torch_model, onnx_model = MiniLMEmbedder(), OnnxMiniLMEmbedder()
+    torch_model, onnx_model = MiniLMEmbedder(threads=args.threads), OnnxMiniLMEmbedder(threads=args.threads)
     rows: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
