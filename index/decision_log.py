@@ -91,7 +91,7 @@ def _outcome(column: str | None) -> tuple[Reason, str | None]:
     """(reason, vetoing stage) from the `vetoed_by` column."""
     if column is None:
         return Reason.HIT, None
-    if column in (Reason.BELOW_THRESHOLD, Reason.CONTEXT_BELOW_THRESHOLD):
+    if column in (Reason.BELOW_THRESHOLD, Reason.CONTEXT_BELOW_THRESHOLD, Reason.EXPLORED):
         return Reason(column), None
     return Reason.VETOED, column
 

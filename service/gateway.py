@@ -23,9 +23,12 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from index import jsonio
-from index.decision_log import DecisionRecord
+from index.decision_log import DecisionRecord, LabelSource
+from index.explore import Exploration
+from index.judge_rule import JUDGE_STAGE
 from index.keys import CacheKey, LookupMode, key_for
 from index.records import CachedResponse, Lookup, QueryVectors, Verdict
+from index.rule import Reason
 from service.credentials import NO_CREDENTIAL, namespace_of
 from service.dialects import Dialect, speaks_anthropic
 from service.dialects.base import UpstreamName
@@ -246,7 +249,9 @@ class Gateway:
     def _label_near_miss(self, exchange: Exchange, answer: dict[str, Any], lookup: Lookup) -> None:
         """A candidate was found and not served: compare its answer with the fresh one, in the background."""
         if lookup.candidate_response is not None and lookup.decision is not None:
-            self.labeler.shadow(exchange.request_id, exchange.dialect, answer, lookup.candidate_response)
+            explored = lookup.decision.reason is Reason.EXPLORED
+            source = LabelSource.EXPLORE if explored else LabelSource.SHADOW
+            self.labeler.shadow(exchange.request_id, exchange.dialect, answer, lookup.candidate_response, source)
 
     async def _store(self, exchange: Exchange, answer: dict[str, Any], lookup: Lookup) -> int | None:
         vector: QueryVectors | None = lookup.vector
@@ -285,6 +290,19 @@ def _upstream_json(content: bytes, exchange: Exchange) -> Any:
     except (ValueError, RecursionError) as exc:
         log.warning("upstream 200 with a broken JSON body (request %s): %s", exchange.request_id, exc)
         raise UpstreamError("The upstream answer was cut short or is not valid JSON; nothing was cached.") from exc
+
+
+def explored(lookup: Lookup, bar: float, max_false_hit_rate: float, exploration: Exploration, draw: float) -> Lookup:
+    """`lookup` as it is, or, for a judge's would-be hit that `exploration` picks (with `draw`, uniform in [0, 1)),
+    a miss whose decision says `explored`: it goes upstream and its answer is compared with the candidate's."""
+    decision = lookup.decision
+    if lookup.verdict is not Verdict.SEMANTIC_HIT or decision is None:
+        return lookup
+    p = next((s.score for s in decision.stages if s.stage == JUDGE_STAGE and s.score is not None), None)
+    if p is None or not exploration.explores(p, bar, max_false_hit_rate, draw):
+        return lookup
+    return dataclasses.replace(lookup, verdict=Verdict.MISS, response=None,
+                               decision=dataclasses.replace(decision, reason=Reason.EXPLORED))
 
 
 async def _aiter(chunks: Iterable[bytes]) -> AsyncIterator[bytes]:

@@ -26,9 +26,9 @@ from service.deps import (
     is_admin_token,
     require_admin,
 )
+from service.dialects import dialect_named
 from service.errors import NotFound, Unauthorized
 from service.json_input import JsonBodyRoute
-from service.labels import answer_text
 
 PAGE_PATH = "/deja/label"
 COOKIE = ADMIN_COOKIE
@@ -49,6 +49,7 @@ class PendingDecision(BaseModel):
     request_id: str
     created_at: float
     model: str
+    api: str  # the API the request spoke: chat, messages, responses
     namespace: str
     verdict: str
     similarity: float
@@ -92,11 +93,11 @@ def _page_template() -> str:
 
 def _view(decision: DecisionRecord, entry: StoredEntry | None) -> PendingDecision:
     return PendingDecision(
-        request_id=decision.request_id, created_at=decision.created_at, model=decision.model,
+        request_id=decision.request_id, created_at=decision.created_at, model=decision.model, api=decision.api,
         namespace=decision.namespace, verdict=decision.verdict, similarity=decision.similarity,
         min_similarity=decision.min_similarity, reason=decision.reason.value, vetoed_by=decision.vetoed_by,
         prompt=decision.prompt, candidate_prompt=decision.candidate_prompt, entry_id=decision.entry_id,
-        cached_answer=None if entry is None else answer_text(entry.response),
+        cached_answer=None if entry is None else dialect_named(decision.api).answer_text(entry.response),
         stages=[StageView(stage=s.stage, passed=s.passed, reason=s.reason, score=s.score) for s in decision.stages],
     )
 

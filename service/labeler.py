@@ -1,5 +1,6 @@
-"""Background labelers: shadow labels on near-misses and sampled audits of semantic hits. Neither delays a
-response: both run as background tasks, audits with bounded concurrency (skipped, not queued, when full)."""
+"""Background labelers: shadow labels on near-misses (and on explored would-be hits) and sampled audits of
+semantic hits. Neither delays a response: both run as background tasks, audits with bounded concurrency
+(skipped, not queued, when full)."""
 
 from __future__ import annotations
 
@@ -37,14 +38,16 @@ class Labeler:
         except StoreUnavailable as exc:
             log.warning("%s label lost: %s", source.value, exc)
 
-    def shadow(self, request_id: str, dialect: Dialect, fresh: dict[str, Any], cached: dict[str, Any]) -> None:
-        """A near-miss went upstream anyway: would the candidate's answer have been right?"""
-        if not self.rt.settings.shadow_labels:
+    def shadow(self, request_id: str, dialect: Dialect, fresh: dict[str, Any], cached: dict[str, Any],
+               source: LabelSource = LabelSource.SHADOW) -> None:
+        """A near-miss (or an explored would-be hit, `source` explore) went upstream: would the candidate's
+        answer have been right? Shadows obey DEJA_SHADOW_LABELS; exploration exists to be labelled."""
+        if source is LabelSource.SHADOW and not self.rt.settings.shadow_labels:
             return
         texts = dialect.answer_text(fresh), dialect.answer_text(cached)
 
         async def run() -> None:
-            await run_in_threadpool(self._record, request_id, LabelSource.SHADOW, *texts)
+            await run_in_threadpool(self._record, request_id, source, *texts)
 
         self.rt.spawn(run())
 

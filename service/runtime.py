@@ -224,7 +224,7 @@ class Runtime:
         for source, tally in counts.items():
             for verdict, n in tally.items():
                 self.metrics.labels.labels(source, verdict).set(n)
-            if source != "shadow":  # shadows judge near-misses, not served hits
+            if source not in ("shadow", "explore"):  # these judge near-misses and would-be hits, not served hits
                 judged += tally["correct"] + tally["wrong"]
                 wrong += tally["wrong"]
         self.metrics.false_hit_rate.set(wrong / judged if judged else 0.0)

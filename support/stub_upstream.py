@@ -158,7 +158,11 @@ class _Handler(BaseHTTPRequestHandler):
         if self.state.delay:
             time.sleep(self.state.delay)
         body = json.loads(raw)
-        text = self._answer(api.last_text(body), n)
+        try:
+            text = self._answer(api.last_text(body), n)
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError):  # a real API refuses it: so do we
+            self._json(400, api.error(400, "stub: the request has no text to answer"))
+            return
         outcome = failure or "ok"
         if failure in ("500", "429"):
             self._json(int(failure), api.error(int(failure), f"stub failure {failure}"))

@@ -17,6 +17,11 @@ DIALECTS: tuple[Dialect, ...] = (CHAT, MESSAGES, RESPONSES)
 
 
 
+def dialect_named(name: str) -> Dialect:
+    """The dialect a decision was logged with (chat for rows older than the API column)."""
+    return next((d for d in DIALECTS if d.name == name), CHAT)
+
+
 def speaks_anthropic(path: str, headers: Mapping[str, str]) -> bool:
     """Anthropic's routes (messages, token counting, batches), or any request from its SDK, which always sends
     `anthropic-version`: forwarded to the Anthropic upstream and answered in Anthropic's error shape."""
@@ -28,4 +33,5 @@ def error_dialect(path: str, headers: Mapping[str, str]) -> Dialect:
     return MESSAGES if speaks_anthropic(path, headers) else CHAT
 
 
-__all__ = ["CHAT", "DIALECTS", "MESSAGES", "RESPONSES", "Dialect", "error_dialect", "speaks_anthropic"]
+__all__ = ["CHAT", "DIALECTS", "MESSAGES", "RESPONSES", "Dialect", "dialect_named", "error_dialect",
+           "speaks_anthropic"]

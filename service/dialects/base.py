@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from index.keys import CanonicalRequest
 from service.errors import BadRequest
+from service.json_input import decode_json
 
 
 class UpstreamName(StrEnum):
@@ -90,10 +91,8 @@ class Dialect(Protocol):
 
 
 def load_object(raw: bytes) -> dict[str, Any]:
-    try:
-        body = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise BadRequest(f"We could not parse the JSON body of your request: {exc}") from exc
+    """A JSON object body, read strictly (UTF-8, bounded depth, no lone surrogates: `decode_json`)."""
+    body = decode_json(raw)
     if not isinstance(body, dict):
         raise BadRequest("The request body must be a JSON object.")
     return body
@@ -156,6 +155,6 @@ def parse_data(event: ServerEvent) -> dict[str, Any] | None:
     """The event's JSON object, or None when its data is not one."""
     try:
         data = json.loads(event.data)
-    except ValueError:
+    except (ValueError, RecursionError):  # an upstream event nested past the recursion limit is not one
         return None
     return data if isinstance(data, dict) else None

@@ -42,8 +42,8 @@ def deep_json(depth: int) -> bytes:
     return b"[" * depth + b"]" * depth
 
 
-@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/deja/feedback", "/deja/invalidate",
-                                  "/deja/api/label"])
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/messages", "/v1/responses", "/v1/deja/feedback",
+                                  "/deja/invalidate", "/deja/api/label"])
 def test_deeply_nested_json_is_a_400_not_a_500(deployment: Deployment, path: str) -> None:
     chat = b'{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":' + deep_json(DEEP) + b"}"
     for body in (chat, deep_json(DEEP), b'{"request_id":' + deep_json(DEEP) + b"}"):
@@ -65,6 +65,9 @@ LONE_SURROGATES = {
                  b'{"model":%s,"messages":[{"role":"user","content":"hi?"}]}', id="chat-model"),
     pytest.param("/v1/chat/completions",
                  b'{"model":"m","messages":[{"role":"user","content":"hi?"}],%s:1}', id="chat-key"),
+    pytest.param("/v1/messages",
+                 b'{"model":"m","max_tokens":9,"messages":[{"role":"user","content":%s}]}', id="messages-content"),
+    pytest.param("/v1/responses", b'{"model":"m","input":%s}', id="responses-input"),
     pytest.param("/v1/deja/feedback", b'{"request_id":%s,"correct":true}', id="feedback"),
     pytest.param("/v1/deja/feedback", b'{"request_id":"x","correct":true,"detail":%s}', id="feedback-detail"),
     pytest.param("/v1/deja/feedback", b'{"request_id":%s}', id="feedback-invalid"),

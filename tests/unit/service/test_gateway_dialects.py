@@ -13,7 +13,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from support.inprocess import InProcessGateway, inprocess_gateway
+from support.inprocess import ADMIN_TOKEN, InProcessGateway, inprocess_gateway
 
 pytestmark = pytest.mark.asyncio
 
@@ -187,3 +187,12 @@ async def test_responses_get_and_delete_pass_through(gw: InProcessGateway) -> No
     await gw.client.delete(RESPONSES + "/resp_1", headers=GPT)
     assert [(r.method, r.url.path, r.url.host) for r in gw.upstream.requests] == [
         ("GET", "/v1/responses/resp_1", "upstream.test"), ("DELETE", "/v1/responses/resp_1", "upstream.test")]
+
+
+async def test_labelling_page_shows_the_cached_answer_of_any_api(gw: InProcessGateway) -> None:
+    await claude(gw, PROMPT)
+    await claude(gw, PARAPHRASE)
+    gw.runtime.flush_decisions()
+    page = await gw.client.get("/deja/api/pending", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    (item,) = page.json()["items"]
+    assert (item["api"], item["cached_answer"]) == ("messages", f"answer 1 to: {PROMPT}")
