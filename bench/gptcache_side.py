@@ -67,7 +67,7 @@ def deja(tmp: Path, embedder: Embedder, stored: Sequence[str], vectors: Vector, 
     return cache
 
 
-def gptcache(tmp: Path, embed_one: Callable[[str], Vector], stored: Sequence[str], vectors: Vector,
+def build_gptcache(tmp: Path, embed_one: Callable[[str], Vector], stored: Sequence[str], vectors: Vector,
              threshold: float) -> Callable[[str], Any]:
     from gptcache import Cache as GCache
     from gptcache import Config
@@ -124,7 +124,7 @@ def main() -> None:
         torch_vectors, onnx_vectors = torch_model.embed(stored), onnx_model.embed(stored)
         ours = deja(tmp, torch_model, stored, torch_vectors, args.threshold)
         ours_onnx = deja(tmp, onnx_model, stored, onnx_vectors, args.threshold)
-        theirs = gptcache(tmp, lambda t: torch_model.embed([t])[0], stored, torch_vectors, args.threshold)
+        theirs = build_gptcache(tmp, lambda t: torch_model.embed([t])[0], stored, torch_vectors, args.threshold)
         queries = [b for _, b in duplicates]
         originals = [a for a, _ in duplicates]
         hits = {
