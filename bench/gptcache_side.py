@@ -10,6 +10,7 @@ GPTCache is not a dependency: install it for this bench only, outside the projec
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import io
 import json
 import statistics
@@ -109,9 +110,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="intra-op threads of both backends")
     args = parser.parse_args()
     sys.path.insert(0, str(args.gptcache_path))
-    try:
-        import gptcache
-    except ImportError:
+    if importlib.util.find_spec("gptcache") is None:
         print("GPTCache 0.1.44 is not installed (see this module's docstring): skipped.", file=sys.stderr)
         return
     stored, duplicates = load_pairs(args.prompts)
