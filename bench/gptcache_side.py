@@ -86,6 +86,10 @@ def build_gptcache(tmp: Path, embed_one: Callable[[str], Vector], stored: Sequen
     manager = get_data_manager(CacheBase("sqlite", sql_url=f"sqlite:///{tmp / 'gptcache.db'}"),
                                VectorBase("hnswlib", dimension=vectors.shape[1], index_path=str(tmp / "g.bin"),
                                           max_elements=len(stored) + 10))
+    # GPTCache 0.1.44's hnswlib store returns numpy ids, which its SQL store cannot match under numpy 2 (every
+    # lookup misses); hand it plain ints so it can hit at all.
+    vector_search = manager.v.search
+    manager.v.search = lambda data, top_k=-1: [(float(d), int(i)) for d, i in vector_search(data, top_k)]
     cache = GCache()
     # Unit vectors: squared L2 = 2 - 2 cos, so GPTCache's [0, 4] distance score maps onto our cosine threshold.
     cache.init(pre_embedding_func=get_prompt, embedding_func=embedding_func, data_manager=manager,
