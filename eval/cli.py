@@ -25,7 +25,8 @@ from eval.embedding import EmbedderName, make_embedder
 from eval.thresholds import parse_thresholds
 from index.embedder import Embedder
 from index.errors import StageUnavailable, StoreUnavailable
-from index.policy import MatchPolicy, build_policy
+from index.judge import Judge
+from index.policy import DecisionMode, MatchPolicy, build_policy
 from index.settings import Settings
 from index.stages import Stage, build_stages, parse_stage_names
 
@@ -48,11 +49,20 @@ StagesOption = Annotated[str | None, typer.Option(
 EmbedderOption = Annotated[EmbedderName, typer.Option(
     help="minilm (what the gateway runs) or hash (bag-of-words baseline, no model).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the whole report as JSON.")]
+DecisionOption = Annotated[DecisionMode | None, typer.Option(
+    help="judge (calibrated probability against a false-hit budget) or threshold (cosine + stages). Default: "
+    "DEJA_DECISION.", show_default=False)]
+BudgetsOption = Annotated[str | None, typer.Option(
+    "--budgets", "--budget", help="--decision judge: false-hit budgets to sweep, e.g. 0.01,0.02,0.05. Default: "
+    "DEJA_MAX_FALSE_HIT_RATE.", show_default=False)]
+DEFAULT_SWEEP_THRESHOLDS = "0.70:0.99:0.01"
+DEFAULT_REPLAY_THRESHOLD = "0.85"
 
 
 class ReplayDecision(StrEnum):
     """How `eval replay` decides a semantic hit. `vcache` is an eval-only baseline; the gateway never runs it."""
 
+    JUDGE = "judge"
     THRESHOLD = "threshold"
     VCACHE = "vcache"
 
@@ -87,8 +97,12 @@ def _settings(**overrides: object) -> Settings:
         _fail(f"invalid DEJA_* setting: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}")
 
 
-def _policy(settings: Settings, spec: str | None) -> tuple[MatchPolicy, tuple[Stage, ...]]:
-    """The gateway's policy, with `--stages` in place of its stages when given, and those stages built."""
+def _policy(settings: Settings, spec: str | None, decision: DecisionMode | None = None,
+            ) -> tuple[MatchPolicy, tuple[Stage, ...]]:
+    """The gateway's policy (in `decision` mode when given), with `--stages` in place of its stages when given,
+    and those stages built."""
+    if decision is not None and decision is not settings.decision:
+        settings = settings.model_copy(update={"decision": decision})
     policy = build_policy(settings)
     if spec is not None:
         try:
@@ -125,10 +139,13 @@ def sweep(
     dataset: OptionalFile = None,
     traffic: Annotated[bool, typer.Option(
         "--traffic", help="Sweep the gateway's labelled decisions (its decision log) instead of a dataset.")] = False,
-    threshold: Annotated[str, typer.Option(help="Min cosine similarity: 0.85, 0.70:0.99:0.01 or a,b,c")] = (
-        "0.70:0.99:0.01"),
+    threshold: Annotated[str, typer.Option(
+        help="Min cosine similarity: 0.85, 0.70:0.99:0.01 or a,b,c (judge mode: the candidate floor, one value; "
+        "default the gateway's)")] = DEFAULT_SWEEP_THRESHOLDS,
     fmt: Annotated[DatasetFormat, typer.Option("--format", help="Dataset encoding.")] = DatasetFormat.AUTO,
     stages: StagesOption = None,
+    decision: DecisionOption = None,
+    budgets: BudgetsOption = None,
     compare: Annotated[bool, typer.Option("--compare", help="Sweep without stages and with them.")] = False,
     max_false_hit_rate: Annotated[float | None, typer.Option(
         help="Pick the threshold with the best hit rate whose false-hit upper bound is at most this."),
@@ -164,9 +181,21 @@ def sweep(
     _check_api(traffic, apply, api)
     overrides = {k: v for k, v in (("database_url", database_url), ("data_dir", data_dir)) if v is not None}
     settings = _settings(**overrides)
-    policy, chosen = _policy(settings, stages)
-    config = SweepConfig(thresholds, _stage_sets(chosen, compare), max_false_hit_rate, confidence, policy)
+    # The decision log is swept over thresholds (`eval fit --traffic` refits the judge on it).
+    policy, chosen = _policy(settings, stages, DecisionMode.THRESHOLD if traffic and decision is None else decision)
     output = _Output(as_json, out)
+    if policy.judged:
+        if dataset is None:
+            raise typer.BadParameter("the judge sweep needs --dataset (eval sweep --traffic sweeps thresholds)",
+                                     param_hint="--decision")
+        if threshold != DEFAULT_SWEEP_THRESHOLDS and len(thresholds) > 1:
+            raise typer.BadParameter("the judge sweeps budgets; give one candidate floor (or --decision threshold)",
+                                     param_hint="--threshold")
+        floor = policy if threshold == DEFAULT_SWEEP_THRESHOLDS else policy.at(thresholds[0])
+        _sweep_judge(dataset, fmt, embedder, floor, _budgets(budgets, floor), output, confidence,
+                     _load_judge(settings), chosen)
+        return
+    config = SweepConfig(thresholds, _stage_sets(chosen, compare), max_false_hit_rate, confidence, policy)
     if dataset is not None:
         _sweep_dataset(dataset, fmt, embedder, config, output)
         return
@@ -232,6 +261,46 @@ def _sweep_dataset(
         typer.echo(to_json(report))
     else:
         _print_sweep(report)
+
+
+def _load_judge(settings: Settings) -> Judge:
+    from index.judge import JudgeModelError, load_judge
+
+    try:
+        return load_judge(settings.judge_model)
+    except JudgeModelError as exc:
+        _fail(str(exc))
+
+
+def _sweep_judge(dataset: Path, fmt: DatasetFormat, embedder: EmbedderName, policy: MatchPolicy,
+                 budgets: tuple[float, ...], output: _Output, confidence: float, model: Judge,
+                 stages: tuple[Stage, ...]) -> None:
+    """`eval sweep --decision judge`: one row per budget, through the gateway's judge rule."""
+    from eval.judge_sweep import judge_scores, run_judge_sweep
+    from eval.metrics import roc_auc
+    from eval.report import to_json
+    from eval.sweep import SweepConfig, build_report, score_pairs, texts_to_embed
+
+    try:
+        pairs = load_pairs(dataset, fmt)
+    except DatasetError as exc:
+        _fail(str(exc))
+    encoder = make_embedder(embedder)
+    with _progress("embedding", len(texts_to_embed(pairs))) as advance:
+        scored = score_pairs(pairs, encoder, progress=advance, context_match=policy.context_match)
+    report = build_report(dataset.name, encoder.model_id, scored, SweepConfig((), (), None, confidence, policy))
+    report = dataclasses.replace(report, sweeps=(run_judge_sweep(scored, model, budgets, policy, confidence, stages),))
+    auc = roc_auc([item.pair.same_answer for item in scored], judge_scores(scored, model))
+    note = (f"judge {model.version} · candidate floor {policy.min_similarity:g} · ROC-AUC of P(same) "
+            f"{'-' if auc is None else f'{auc:.3f}'} · rows are false-hit budgets (bar = "
+            + ", ".join(f"{b:g}: {model.cut(b):.3f}" for b in budgets) + ") · conversation pairs: cosine ≥ "
+            f"{policy.conversation_threshold:g} + stages {','.join(s.name for s in stages) or 'none'}")
+    if output.out is not None:
+        _write_files(report, output.out, None)
+    if output.as_json:
+        typer.echo(to_json(report))
+    else:
+        _print_sweep(report, (note,))
 
 
 def _sweep_traffic(source: _TrafficSource, config: SweepConfig, output: _Output) -> None:
@@ -318,13 +387,17 @@ def replay(
         "asked once in a seeded order.")] = None,
     part: Annotated[str | None, typer.Option(
         help="Replay only the requests of this split (dev or test) of a trace that has a `part` field.")] = None,
-    threshold: Annotated[str, typer.Option(help="Min cosine similarity: 0.85, 0.70:0.95:0.05 or a,b,c")] = (
-        "0.85"),
-    decision: Annotated[ReplayDecision, typer.Option(
-        help="threshold: the gateway's cosine + stages; vcache: the vCache baseline (per-entry learned "
-        "threshold, error bound delta = --budget).")] = ReplayDecision.THRESHOLD,
-    budget: Annotated[str, typer.Option(
-        help="--decision vcache: the error bounds delta to replay at, e.g. 0.02 or 0.01,0.02,0.05.")] = "0.02",
+    threshold: Annotated[str | None, typer.Option(
+        help="Min cosine similarity: 0.85, 0.70:0.95:0.05 or a,b,c (default 0.85; judge mode: the candidate "
+        "floor, default the gateway's)", show_default=False)] = None,
+    decision: Annotated[ReplayDecision | None, typer.Option(
+        help="judge: the gateway's judge at each --budget; threshold: the gateway's cosine + stages; vcache: the "
+        "vCache baseline (per-entry learned threshold, error bound delta = --budget). Default: DEJA_DECISION.",
+        show_default=False)] = None,
+    budget: Annotated[str | None, typer.Option(
+        "--budget", "--budgets", help="--decision judge or vcache: the false-hit budgets (vCache: error bounds "
+        "delta) to replay at, e.g. 0.02 or 0.01,0.02,0.05. Default: DEJA_MAX_FALSE_HIT_RATE.",
+        show_default=False)] = None,
     seed: Annotated[int, typer.Option(help="Seed of random exploration and audits (vcache, --learn).")] = 0,
     learn: Annotated[float | None, typer.Option(
         "--learn", help="Simulate a deployment that learns: the first FRACTION of the trace is served by the "
@@ -342,23 +415,30 @@ def replay(
     from eval.tables import replay_summary, replay_table
 
     name, requests = _trace(stream, clusters, part)
+    settings = _settings()
     if learn is not None:
         _check_fraction(learn, "--learn")
-        _print_learn(name, requests, make_embedder(embedder), _learn_config(learn, _budgets(budget)[0], seed),
-                     as_json)
+        first = _budgets(budget, build_policy(settings))[0]
+        _print_learn(name, requests, make_embedder(embedder), _learn_config(learn, first, seed), as_json)
         return
     if decision is ReplayDecision.VCACHE:
-        deltas = _budgets(budget)
+        deltas = _budgets(budget, build_policy(settings))
         model = make_embedder(embedder)
         with _progress("embedding", len(unique_texts(r.prompt for r in requests))) as advance:
             memo = MemoEmbedder(model, embed_unique(model, (r.prompt for r in requests), progress=advance))
         _print_vcache(name, requests, memo, deltas, seed, as_json)
         return
-    thresholds = _thresholds(threshold)
-    policy, chosen = _policy(_settings(), stages)
+    mode = None if decision is None else DecisionMode(decision.value)
+    policy, chosen = _policy(settings, stages, mode)
+    if policy.judged:
+        floors = (policy.min_similarity,) if threshold is None else _thresholds(threshold)
+        config = ReplayConfig(floors, (), policy=policy, budgets=_budgets(budget, policy),
+                              judge=_load_judge(settings))
+    else:
+        config = ReplayConfig(_thresholds(threshold or DEFAULT_REPLAY_THRESHOLD), chosen, policy=policy)
     model = make_embedder(embedder)
     with _progress("embedding", len(unique_texts(r.prompt for r in requests))) as advance:
-        report = run_replay(name, requests, model, ReplayConfig(thresholds, chosen, policy=policy), advance)
+        report = run_replay(name, requests, model, config, advance)
     if as_json:
         typer.echo(to_json(report))
         return
@@ -367,7 +447,10 @@ def replay(
     _print_table(console, replay_table(report))
 
 
-def _budgets(spec: str) -> tuple[float, ...]:
+def _budgets(spec: str | None, policy: MatchPolicy) -> tuple[float, ...]:
+    """`--budget(s)` as a sorted tuple; default the policy's false-hit budget."""
+    if spec is None:
+        return (policy.max_false_hit_rate,)
     try:
         values = tuple(sorted({float(part) for part in spec.split(",")}))
     except ValueError:

@@ -6,6 +6,7 @@ are independent. A hit is correct when it serves what the upstream would have an
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -20,6 +21,7 @@ from index.cache import Cache, CacheConfig
 from index.embedder import Embedder
 from index.exact import LruExactCache
 from index.hnsw import SemanticIndex
+from index.judge import Judge
 from index.keys import build_key
 from index.policy import DEFAULT_POLICY, MatchPolicy
 from index.records import Lookup, Verdict
@@ -77,6 +79,8 @@ class ReplayRow:
     semantic_rate: float | None
     oracle_rate: float | None
     vetoes: tuple[StageVeto, ...]
+    # Judge mode: the false-hit budget of this row (`threshold` is then the candidate floor).
+    budget: float | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,17 @@ class ReplayConfig:
     stages: tuple[Stage, ...] = ()
     upstream: Upstream = field(default=stub_upstream)
     policy: MatchPolicy = DEFAULT_POLICY
+    # Judge mode (`policy.decision` = judge): the budgets to replay at (each with every threshold as the
+    # candidate floor) and the judge.
+    budgets: tuple[float, ...] = ()
+    judge: Judge | None = None
+
+    def points(self) -> tuple[MatchPolicy, ...]:
+        """The policy of each row: one per threshold, or per (floor, budget) in judge mode."""
+        if not self.policy.judged:
+            return tuple(self.policy.at(t) for t in self.thresholds)
+        budgets = self.budgets or (self.policy.max_false_hit_rate,)
+        return tuple(self.policy.at(t).with_budget(b) for t in self.thresholds for b in budgets)
 
 
 @dataclass
@@ -124,7 +139,7 @@ def run_replay(
 ) -> ReplayReport:
     """Embed the distinct prompts once, then replay the whole trace once per threshold."""
     memo = MemoEmbedder(embedder, embed_unique(embedder, (r.prompt for r in requests), progress=progress))
-    rows = tuple(replay_once(requests, memo, threshold, config) for threshold in config.thresholds)
+    rows = tuple(replay_once(requests, memo, policy, config) for policy in config.points())
     return ReplayReport(
         stream=stream,
         embedder=embedder.model_id,
@@ -136,20 +151,21 @@ def run_replay(
 
 
 def replay_once(
-    requests: Sequence[StreamRequest], embedder: Embedder, threshold: float, config: ReplayConfig
+    requests: Sequence[StreamRequest], embedder: Embedder, policy: MatchPolicy, config: ReplayConfig
 ) -> ReplayRow:
-    """Replay the trace through a fresh in-process cache whose policy is `threshold`."""
+    """Replay the trace through a fresh in-process cache deciding by `policy`."""
     with tempfile.TemporaryDirectory(prefix="deja-replay-") as tmp:
         engine = make_engine(f"sqlite:///{Path(tmp) / 'entries.db'}")
         try:
             store = EntryStore(engine)
             store.create_schema()
-            cache = Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder,
-                          CacheConfig(config.policy.at(threshold)), config.stages)
+            cache = Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder, CacheConfig(policy),
+                          () if policy.judged else config.stages, judge=config.judge if policy.judged else None)
             counts = _replay(cache, requests, config.upstream)
         finally:
             engine.dispose()
-    return _row(threshold, len(requests), counts, [stage.name for stage in config.stages])
+    row = _row(policy.min_similarity, len(requests), counts, [stage.name for stage in cache.stages])
+    return dataclasses.replace(row, budget=policy.max_false_hit_rate) if policy.judged else row
 
 
 def _replay(cache: Cache, requests: Sequence[StreamRequest], upstream: Upstream) -> _Counts:

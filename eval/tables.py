@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from eval.metrics import rate, trials_needed
 from eval.replay import ReplayReport, ReplayRow
 from eval.sweep import StageVetoes, Sweep, SweepPoint, SweepReport, ThresholdChoice
+from index.judge_rule import JUDGE_STAGE
 
 if TYPE_CHECKING:
     from eval.fit import FitReport
@@ -60,7 +61,8 @@ def sweep_table(sweep: Sweep) -> TableData:
     first = sweep.points[0] if sweep.points else None
     same_kinds = [k.kind for k in first.kinds if k.same_answer] if first else []
     must_kinds = [k.kind for k in first.kinds if not k.same_answer] if first else []
-    headers = ["min sim", "hit rate"]
+    # A judge sweep's rows are false-hit budgets (`SweepPoint.threshold` holds the budget).
+    headers = ["budget" if sweep.stages == (JUDGE_STAGE,) else "min sim", "hit rate"]
     headers += [f"hit\n{kind}" for kind in same_kinds] if len(same_kinds) > 1 else []
     headers += [f"false hit\n{kind}" for kind in must_kinds]
     headers += ["false hit\nall", "upper\nbound", "precision", "F1"]
@@ -137,7 +139,10 @@ def replay_summary(report: ReplayReport) -> str:
 
 
 def replay_table(report: ReplayReport) -> TableData:
-    headers = ["min sim", "served", "correct", "wrong\n÷ served", "exact", "semantic", "oracle"]
+    judged = any(row.budget is not None for row in report.rows)
+    headers = ["floor" if judged else "min sim", "served", "correct", "wrong\n÷ served", "exact", "semantic",
+               "oracle"]
+    headers += ["budget"] if judged else []
     headers += [f"vetoed by\n{stage}" for stage in report.stages]
     rows = tuple(_replay_row(row) for row in report.rows)
     return TableData("replay (rates are % of all requests, except wrong ÷ served)", tuple(headers), rows)
@@ -146,6 +151,7 @@ def replay_table(report: ReplayReport) -> TableData:
 def _replay_row(row: ReplayRow) -> tuple[str, ...]:
     cells = [thr(row.threshold), pct(row.served_rate), pct(row.correct_rate), pct(row.wrong_per_served),
              pct(row.exact_rate), pct(row.semantic_rate), pct(row.oracle_rate)]
+    cells += [] if row.budget is None else [num(row.budget)]
     cells += [f"{veto.vetoed} ({veto.rightly} right)" for veto in row.vetoes]
     return tuple(cells)
 

@@ -17,12 +17,15 @@ from index.embedder import Embedder, combine
 from index.errors import Overloaded, StoreUnavailable
 from index.exact import ExactCache
 from index.hnsw import SemanticIndex
+from index.judge import Judge
+from index.judge_features import EntryHistory
+from index.judge_rule import JUDGE_STAGE, JudgedCandidate, JudgeSetup, judge
 from index.keys import CacheKey, LookupMode
 from index.policy import MatchPolicy
-from index.records import CachedResponse, CacheEntry, Lookup, QueryVectors, StoredEntry, Verdict
-from index.rule import Candidate, Decision, decide
+from index.records import CachedResponse, CacheEntry, Lookup, Neighbor, QueryVectors, StoredEntry, Verdict
+from index.rule import Candidate, Decision, Reason, decide
 from index.sharding import Shard
-from index.stages import Stage
+from index.stages import Stage, StageResult
 from index.store import EntryStore, IndexedVector
 
 log = logging.getLogger("deja.cache")
@@ -57,7 +60,9 @@ class Cache:
         config: CacheConfig,
         stages: Sequence[Stage] = (),
         clock: Callable[[], float] = time.time,
+        judge: Judge | None = None,
     ) -> None:
+        """`judge` decides when the policy's decision is `judge` (required then)."""
         self.exact = exact
         self.store = store
         self.index = index
@@ -66,6 +71,11 @@ class Cache:
         self.stages = tuple(stages)
         self.context_stages = context_stages(self.stages)
         self.clock = clock
+        self.judge = judge
+        if config.policy.judged and judge is None:
+            raise ValueError("a judge-mode policy needs a judge (index.judge.load_judge)")
+        # Per-entry label tallies read by the judge; replaced wholesale by the runtime's upkeep tick.
+        self.histories: dict[int, EntryHistory] = {}
 
     def warm(self, batch: int = 5000) -> int:
         """Add to the index every stored vector it lacks (start-up rebuild and replica catch-up), in bulk."""
@@ -138,12 +148,16 @@ class Cache:
         return QueryVectors(combine(prompt, context), prompt, context)
 
     def _semantic(self, key: CacheKey, policy: MatchPolicy, timings: dict[str, float], degraded: list[str]) -> Lookup:
+        policy = policy.for_request(conversation=key.context_text is not None)
         t0 = time.perf_counter()
         vectors = self.embed_request(key)
         t1 = time.perf_counter()
-        neighbors = self.index.search(vectors.index, key.scope, k=self.config.candidates)
+        k = max(self.config.candidates, policy.judge_candidates) if policy.judged else self.config.candidates
+        neighbors = self.index.search(vectors.index, key.scope, k=k)
         t2 = time.perf_counter()
         timings.update(embed=(t1 - t0) * 1000, search=(t2 - t1) * 1000)
+        if policy.judged:
+            return self._judged(key, policy, vectors, neighbors, timings, degraded, t2)
         best: tuple[Decision, StoredEntry] | None = None
         floor = min(policy.min_similarity, self.config.log_floor)
         for neighbor in neighbors:
@@ -172,6 +186,42 @@ class Cache:
         return Lookup(Verdict.SEMANTIC_HIT if decision.hit else Verdict.MISS, hit if decision.hit else None,
                       decision.similarity, decision, stored.prompt, stored.entry_id, vectors, timings,
                       tuple(degraded), candidate_response=stored.response)
+
+    def _judged(self, key: CacheKey, policy: MatchPolicy, vectors: QueryVectors, neighbors: Sequence[Neighbor],
+                timings: dict[str, float], degraded: list[str], started: float) -> Lookup:
+        """Judge mode: the judge scores the top K candidates at or above the floor and serves the most probable
+        one that clears the budget's bar; its version and probability go into the decision's stage results."""
+        entries: list[StoredEntry] = []
+        offered: list[JudgedCandidate] = []
+        for neighbor in neighbors:
+            if neighbor.similarity < policy.min_similarity or len(offered) >= policy.judge_candidates:
+                break
+            try:
+                stored = self.store.get(neighbor.entry_id)
+            except StoreUnavailable:
+                degraded.append("store")
+                break
+            if stored is None or self._expired(stored):
+                continue
+            c = self._candidate(stored, neighbor.similarity, vectors)
+            entries.append(stored)
+            offered.append(JudgedCandidate(c.entry_id, c.prompt, c.similarity, c.context, c.context_similarity))
+        if not offered:
+            timings["verify"] = (time.perf_counter() - started) * 1000
+            top = neighbors[0].similarity if neighbors else None
+            return Lookup(Verdict.MISS, similarity=top, vector=vectors, timings_ms=timings, degraded=tuple(degraded))
+        assert self.judge is not None
+        setup = JudgeSetup(self.judge, policy.max_false_hit_rate, policy.judge_candidates, self.histories)
+        judgement = judge(key.prompt, offered, setup, key.context_text)
+        timings["verify"] = (time.perf_counter() - started) * 1000
+        index = judgement.chosen if judgement.chosen is not None else judgement.best
+        assert index is not None
+        stored, similarity = entries[index], offered[index].similarity
+        result = StageResult(JUDGE_STAGE, judgement.hit, judgement.note(), judgement.probability)
+        decision = Decision(Reason.HIT if judgement.hit else Reason.BELOW_BAR, similarity, stages=(result,))
+        hit = CachedResponse(stored.entry_id, stored.response, stored.created_at) if judgement.hit else None
+        return Lookup(Verdict.SEMANTIC_HIT if hit else Verdict.MISS, hit, similarity, decision, stored.prompt,
+                      stored.entry_id, vectors, timings, tuple(degraded), candidate_response=stored.response)
 
     def _foreign_parts(self, stored: StoredEntry) -> bool:
         """A conversation re-embedded for another model since it was indexed: its part vectors cannot be

@@ -17,6 +17,8 @@ from sqlalchemy import Engine, and_, func, insert, select, update
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, SQLAlchemyError
 
 from index.errors import StoreUnavailable, store_errors
+from index.judge_features import EntryHistory
+from index.records import Verdict
 from index.rule import Reason
 from index.schema import decisions, labels, thresholds
 from index.stages import StageResult
@@ -91,7 +93,7 @@ def _outcome(column: str | None) -> tuple[Reason, str | None]:
     """(reason, vetoing stage) from the `vetoed_by` column."""
     if column is None:
         return Reason.HIT, None
-    if column in (Reason.BELOW_THRESHOLD, Reason.CONTEXT_BELOW_THRESHOLD, Reason.EXPLORED):
+    if column in (Reason.BELOW_THRESHOLD, Reason.CONTEXT_BELOW_THRESHOLD, Reason.BELOW_BAR, Reason.EXPLORED):
         return Reason(column), None
     return Reason.VETOED, column
 
@@ -184,6 +186,21 @@ class DecisionLog:
                  .order_by(decisions.c.created_at.desc()).limit(limit))
         with store_errors("read pending decisions"), self.engine.connect() as conn:
             return [_row_to_decision(r) for r in conn.execute(query).all()]
+
+    def entry_histories(self) -> dict[int, EntryHistory]:
+        """Per cached entry: how often it was served, and its decisions' labels (any decision that offered it,
+        each counted once by precedence) as same/different. The judge reads these as features."""
+        served_q = (select(decisions.c.entry_id, func.count()).where(decisions.c.verdict == Verdict.SEMANTIC_HIT.value)
+                    .group_by(decisions.c.entry_id))
+        with store_errors("read entry histories"), self.engine.connect() as conn:
+            served = {int(entry): int(n) for entry, n in conn.execute(served_q).all() if entry is not None}
+        tally: dict[int, list[int]] = {}
+        for item in self.labeled():
+            entry = item.decision.entry_id
+            if entry is not None:
+                tally.setdefault(entry, [0, 0])[0 if item.correct else 1] += 1
+        return {entry: EntryHistory(served.get(entry, 0), *tally.get(entry, [0, 0]))
+                for entry in served.keys() | tally.keys()}
 
     def label_counts(self) -> dict[str, dict[str, int]]:
         """{source: {"correct": n, "wrong": n}}."""

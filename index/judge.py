@@ -132,7 +132,10 @@ class Forest:
         for _ in range(self.depth):
             x = features[rows, self.feature[node]]
             go_left = np.where(np.isnan(x), self.missing_left[node], x <= self.threshold[node])
-            node = np.where(go_left, self.left[node], self.right[node])
+            step = np.where(go_left, self.left[node], self.right[node])
+            if np.array_equal(step, node):  # every row sits on a leaf of every tree
+                break
+            node = step
         scores: Floats = self.value[node].sum(axis=1) + self.baseline
         return scores
 

@@ -16,7 +16,7 @@ import numpy as np
 from index.conversation import AlignmentStage
 from index.guards import PolarityFindings, PolarityStage, ValueFindings, ValueStage
 from index.guards.text import FUNCTION_WORDS, stem
-from index.guards.text import words as rule_words
+from index.guards.text import words as _rule_words
 from index.verifier_features import FEATURE_NAMES as SURFACE_NAMES
 from index.verifier_features import pair_features
 
@@ -96,6 +96,11 @@ def _rule_features(polarity: PolarityFindings, values: ValueFindings) -> tuple[f
         float(values.strong), float(values.numeric), float(values.weak), float(values.role_swap),
         float(values.term_swap), float(values.values), float(not values.passed),
     )
+
+
+@lru_cache(maxsize=4096)
+def rule_words(text: str) -> tuple[str, ...]:
+    return _rule_words(text)
 
 
 @lru_cache(maxsize=4096)

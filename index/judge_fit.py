@@ -15,7 +15,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.isotonic import IsotonicRegression
 
 from index.judge import CONFIDENCE, Calibration, Floats, Forest, Isotonic, Judge, stacked, version_of
-from index.judge_features import JudgeInput, feature_matrix
+from index.judge_features import FEATURE_NAMES, JudgeInput, feature_matrix
 
 Labels = npt.NDArray[np.int8]
 
@@ -29,6 +29,8 @@ class TrainingPlan:
     max_leaf_nodes: int = 15
     min_samples_leaf: int = 30
     l2_regularization: float = 1.0
+    # P(same answer) never falls as the prompts' (or contexts') cosine rises, other features equal.
+    monotonic_similarity: bool = True
 
 
 # A refit on a deployment's labels has few pairs: fewer, larger leaves.
@@ -68,10 +70,15 @@ def to_forest(model: HistGradientBoostingClassifier) -> Forest:
 def train(features: Floats, labels: Labels, weights: Floats | None, seed: int,
           plan: TrainingPlan = TrainingPlan(), prior: Judge | None = None) -> Forest:
     """Fit the classifier (on the prior's log-odds plus the features when `prior` is given)."""
+    monotonic = np.zeros(features.shape[1], dtype=int)
+    if plan.monotonic_similarity:
+        monotonic[[FEATURE_NAMES.index("similarity"), FEATURE_NAMES.index("context_similarity")]] = 1
+    if prior is not None:
+        monotonic = np.concatenate([[1], monotonic])  # the prior's log-odds
     model = HistGradientBoostingClassifier(
         max_iter=plan.max_iter, learning_rate=plan.learning_rate, max_leaf_nodes=plan.max_leaf_nodes,
         min_samples_leaf=plan.min_samples_leaf, l2_regularization=plan.l2_regularization,
-        early_stopping=False, random_state=seed,
+        monotonic_cst=monotonic.tolist(), early_stopping=False, random_state=seed,
     )
     inputs = stacked(prior, features).copy()
     # A column with no value at all (no conversations, single candidates) trips scikit-learn's binning;

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from index.judge_rule import DEFAULT_JUDGE_CANDIDATES, DEFAULT_JUDGE_MIN_SIMILARITY, DEFAULT_MAX_FALSE_HIT_RATE
 from index.keys import ContextMatch
 from index.stages import STAGE_ORDER
 
@@ -19,6 +21,14 @@ DEFAULT_MIN_SIMILARITY = 0.90
 DEFAULT_MIN_CONTEXT_SIMILARITY = 0.70
 
 
+class DecisionMode(StrEnum):
+    """How a candidate becomes a hit: `judge` (calibrated P(same answer) against a false-hit budget, see
+    `index.judge_rule`) or `threshold` (cosine threshold, then the verification stages as vetoes)."""
+
+    JUDGE = "judge"
+    THRESHOLD = "threshold"
+
+
 @dataclass(frozen=True)
 class MatchPolicy:
     """How strict a semantic match must be. Similarities are cosine similarities in [-1, 1].
@@ -26,6 +36,12 @@ class MatchPolicy:
     `min_similarity` applies to the last user messages; `min_context_similarity` to the relevant earlier
     context of multi-turn requests. `stages` names the verification stages (built by `index.stages`), run in
     `STAGE_ORDER`; `verifier_min_probability` None means the verifier's calibrated default.
+
+    With `decision` = judge, `min_similarity` is only the candidate floor of the index search; the judge
+    scores the `judge_candidates` most similar candidates and serves one when its probability clears the bar
+    that meets `max_false_hit_rate` (false hits / served, upper confidence bound on calibration data).
+    Multi-turn requests keep the conversation rule (cosine `conversation_threshold`, context threshold, the
+    stages over prompts and contexts): on conv-dev it served more same-answer pairs at no more false hits.
     """
 
     min_similarity: float
@@ -33,9 +49,13 @@ class MatchPolicy:
     stages: tuple[str, ...] = ()
     verifier_min_probability: float | None = None
     context_match: ContextMatch = ContextMatch.SEMANTIC
+    decision: DecisionMode = DecisionMode.THRESHOLD
+    max_false_hit_rate: float = DEFAULT_MAX_FALSE_HIT_RATE
+    judge_candidates: int = DEFAULT_JUDGE_CANDIDATES
+    conversation_threshold: float = DEFAULT_MIN_SIMILARITY
 
     def __post_init__(self) -> None:
-        for name in ("min_similarity", "min_context_similarity"):
+        for name in ("min_similarity", "min_context_similarity", "conversation_threshold"):
             value = getattr(self, name)
             if not -1.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be a cosine similarity in [-1, 1], got {value}")
@@ -45,23 +65,52 @@ class MatchPolicy:
         p = self.verifier_min_probability
         if p is not None and not 0.0 <= p <= 1.0:
             raise ValueError(f"verifier_min_probability must be a probability, got {p}")
+        if not 0.0 < self.max_false_hit_rate < 1.0:
+            raise ValueError(f"max_false_hit_rate must be in (0, 1), got {self.max_false_hit_rate}")
+        if self.judge_candidates < 1:
+            raise ValueError(f"judge_candidates must be >= 1, got {self.judge_candidates}")
 
     def at(self, min_similarity: float) -> MatchPolicy:
         """The same policy at another threshold (what a sweep varies, and per-namespace thresholds set)."""
         return dataclasses.replace(self, min_similarity=min_similarity)
+
+    def with_budget(self, max_false_hit_rate: float) -> MatchPolicy:
+        """The same policy at another false-hit budget (what a judge sweep varies)."""
+        return dataclasses.replace(self, max_false_hit_rate=max_false_hit_rate)
+
+    @property
+    def judged(self) -> bool:
+        return self.decision is DecisionMode.JUDGE
+
+    def for_request(self, conversation: bool) -> MatchPolicy:
+        """The policy that decides one request: a multi-turn request in judge mode uses the conversation rule."""
+        if self.judged and conversation:
+            return dataclasses.replace(self, decision=DecisionMode.THRESHOLD,
+                                       min_similarity=self.conversation_threshold)
+        return self
 
 
 # The policy with every default, for callers that vary one part of it (a sweep varies the threshold).
 DEFAULT_POLICY = MatchPolicy(DEFAULT_MIN_SIMILARITY)
 
 
+def default_min_similarity(decision: DecisionMode) -> float:
+    """The candidate floor (judge) or threshold (threshold mode) when `DEJA_MIN_SIMILARITY` is not set."""
+    return DEFAULT_JUDGE_MIN_SIMILARITY if decision is DecisionMode.JUDGE else DEFAULT_MIN_SIMILARITY
+
+
 def build_policy(settings: Settings) -> MatchPolicy:
-    """The deployment's policy, as the gateway runs it and `eval` measures it."""
+    """The deployment's policy, as the gateway runs it and `eval` measures it. In judge mode the rule stages
+    are the judge's features for single-turn requests and run as vetoes only in the conversation rule."""
     flags = {"polarity": settings.guard_polarity, "values": settings.guard_values, "verifier": settings.verifier}
+    floor = settings.min_similarity
     return MatchPolicy(
-        min_similarity=settings.min_similarity,
+        min_similarity=default_min_similarity(settings.decision) if floor is None else floor,
         min_context_similarity=settings.min_context_similarity,
         stages=tuple(name for name in STAGE_ORDER if flags[name]),
         verifier_min_probability=settings.verifier_min_probability,
         context_match=settings.context_match,
+        decision=settings.decision,
+        max_false_hit_rate=settings.max_false_hit_rate,
+        judge_candidates=settings.judge_candidates,
     )

@@ -29,6 +29,8 @@ class Reason(StrEnum):
     BELOW_THRESHOLD = "below_threshold"
     CONTEXT_BELOW_THRESHOLD = "context_below_threshold"
     VETOED = "vetoed"
+    # Judge mode: no candidate's P(same answer) cleared the bar of the false-hit budget.
+    BELOW_BAR = "judge_below_bar"
     # Judge mode: a would-be hit the judge was unsure of went upstream instead, to be labelled (exploration).
     EXPLORED = "explored"
 

@@ -13,8 +13,9 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from index.cache import DEFAULT_CANDIDATES, DEFAULT_LOG_FLOOR
 from index.embedder import EmbedderBackend
 from index.explore import DEFAULT_EXPLORE_RATE
+from index.judge_rule import DEFAULT_JUDGE_CANDIDATES, DEFAULT_MAX_FALSE_HIT_RATE
 from index.keys import ContextMatch
-from index.policy import DEFAULT_MIN_CONTEXT_SIMILARITY, DEFAULT_MIN_SIMILARITY
+from index.policy import DEFAULT_MIN_CONTEXT_SIMILARITY, DecisionMode
 
 
 class Settings(BaseSettings):
@@ -28,7 +29,19 @@ class Settings(BaseSettings):
     database_url: str | None = Field(None, description="SQLAlchemy URL; default SQLite file in data_dir")
     redis_url: str | None = Field(None, description="Redis URL for the shared exact tier; default in-process LRU")
     data_dir: Path = Field(Path(".deja"), description="Folder for the SQLite file and the generated secret")
-    min_similarity: float = Field(DEFAULT_MIN_SIMILARITY, ge=-1.0, le=1.0, description="Cosine similarity floor")
+    decision: DecisionMode = Field(
+        DecisionMode.JUDGE, description="'judge' (calibrated P(same answer) against DEJA_MAX_FALSE_HIT_RATE) or "
+        "'threshold' (DEJA_MIN_SIMILARITY, then the guard stages as vetoes)")
+    max_false_hit_rate: float = Field(
+        DEFAULT_MAX_FALSE_HIT_RATE, gt=0.0, lt=1.0,
+        description="Judge mode: false hits / served that the judge's bar allows (95% upper bound)")
+    judge_candidates: int = Field(DEFAULT_JUDGE_CANDIDATES, ge=1, le=50,
+                                  description="Judge mode: nearest candidates the judge scores per request")
+    judge_model: Path | None = Field(None, description="Judge folder (judge.npz + metadata.json); empty = shipped")
+    min_similarity: float | None = Field(
+        None, ge=-1.0, le=1.0,
+        description="Cosine similarity threshold (threshold mode) or candidate floor (judge mode); empty = 0.90 "
+        "for threshold, 0.5 for judge")
     min_context_similarity: float = Field(
         DEFAULT_MIN_CONTEXT_SIMILARITY, ge=-1.0, le=1.0,
         description="Cosine similarity floor between the relevant earlier contexts of two conversations")
@@ -99,7 +112,7 @@ class Settings(BaseSettings):
     def _comma_separated(cls, value: object) -> object:
         return tuple(h.strip().lower() for h in value.split(",") if h.strip()) if isinstance(value, str) else value
 
-    @field_validator("shared_namespace", mode="before")
+    @field_validator("shared_namespace", "min_similarity", "judge_model", mode="before")
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value

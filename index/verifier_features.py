@@ -10,6 +10,7 @@ import math
 import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from functools import lru_cache
 
 _WORD = re.compile(r"[a-z0-9]+(?:['.][a-z0-9]+)*")
 _NUMBER = re.compile(r"^\d+(?:\.\d+)*$")
@@ -47,6 +48,7 @@ class GuardSignals:
     values_passed: float
 
 
+@lru_cache(maxsize=4096)  # a cached prompt meets many queries; tuples are immutable, so sharing is safe
 def words(text: str) -> tuple[str, ...]:
     """Lowercase word tokens with `n't` split off as `not`, so "isn't" and "is not" align."""
     lowered = text.lower().replace("’", "'").replace("can't", "can not").replace("won't", "will not")

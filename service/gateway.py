@@ -27,12 +27,13 @@ from index.decision_log import DecisionRecord, LabelSource
 from index.explore import Exploration
 from index.judge_rule import JUDGE_STAGE
 from index.keys import CacheKey, LookupMode, key_for
+from index.policy import MatchPolicy
 from index.records import CachedResponse, Lookup, QueryVectors, Verdict
 from index.rule import Reason
 from service.credentials import NO_CREDENTIAL, namespace_of
 from service.dialects import Dialect, speaks_anthropic
 from service.dialects.base import UpstreamName
-from service.errors import BadRequest, PayloadTooLarge, UpstreamError
+from service.errors import BadRequest, NotFound, PayloadTooLarge, UpstreamError
 from service.labeler import Labeler
 from service.requests import CacheDirectives, parse_cache_control
 from service.runtime import Runtime
@@ -95,7 +96,7 @@ class Gateway:
         lookup = Lookup(Verdict.BYPASS)
         if exchange.key.mode is not LookupMode.BYPASS and exchange.directives.lookup:
             policy = self.rt.thresholds.policy_for(exchange.key.namespace)
-            lookup = await run_in_threadpool(self.cache.lookup, exchange.key, policy)
+            lookup = self._explore(await run_in_threadpool(self.cache.lookup, exchange.key, policy), policy)
             self._observe_lookup(exchange, lookup, policy.min_similarity)
             served = self._servable(exchange, lookup.response)
             if lookup.response is not None and served is not None:
@@ -118,6 +119,14 @@ class Gateway:
         if namespace is None:  # never file an answer under "nobody": every such caller would share it
             key = dataclasses.replace(key, mode=LookupMode.BYPASS, mode_reason=NO_CREDENTIAL)
         return Exchange(uuid.uuid4().hex, dialect, raw, body, key, directives, dict(request.headers), started)
+
+    def _explore(self, lookup: Lookup, policy: MatchPolicy) -> Lookup:
+        """Judge mode: a would-be hit just above the bar may go upstream instead, to be labelled."""
+        judge = self.cache.judge
+        if not policy.judged or judge is None or lookup.verdict is not Verdict.SEMANTIC_HIT:
+            return lookup
+        budget = policy.max_false_hit_rate
+        return explored(lookup, judge.cut(budget), budget, self.rt.exploration, self.rt.draw())
 
     def _servable(self, exchange: Exchange, cached: CachedResponse | None) -> dict[str, Any] | None:
         max_age = exchange.directives.max_age
@@ -266,6 +275,8 @@ class Gateway:
         """Any other route: forwarded unchanged and uncached, bodies streamed both ways."""
         if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
             raise BadRequest("The request path contains a control character.", param="path")
+        if path == "deja" or path.startswith("deja/"):  # Deja's own routes: a typo must not carry the admin
+            raise NotFound("Unknown route.")  # token to the upstream
         anthropic = speaks_anthropic(path, request.headers)
         upstream = self.rt.upstream_for(UpstreamName.ANTHROPIC if anthropic else UpstreamName.OPENAI)
         response = await upstream.send(request.method, "/" + path, dict(request.headers), request.stream(),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -22,7 +23,10 @@ from index.decision_log import DecisionLog, DecisionRecord
 from index.embedder import Embedder, make_embedder
 from index.errors import StoreUnavailable
 from index.exact import ExactCache, LruExactCache, RedisExactCache
+from index.explore import Exploration
 from index.hnsw import SemanticIndex
+from index.judge import JudgeModelError, load_judge
+from index.judge_store import JudgeStore
 from index.maintenance import Maintainer
 from index.policy import MatchPolicy, build_policy
 from index.sharding import Shard
@@ -59,6 +63,8 @@ class Parts:
     exact: ExactCache | None = None
     # Wall-clock seconds (entry ages, TTLs, decision and label times).
     clock: Callable[[], float] = time.time
+    # Uniform draws in [0, 1) for exploration (tests pass a fixed one).
+    draw: Callable[[], float] = random.random
 
 
 def build_embedder(settings: Settings, model: Embedder | None = None) -> BatchingEmbedder:
@@ -112,9 +118,17 @@ class Runtime:
         config = CacheConfig(self.policy, settings.ttl_seconds, settings.candidates, settings.decision_log_floor,
                              Shard(settings.shard, settings.shards))
         self.stages = build_stages(self.policy)
+        # A judge that cannot load stops start-up with its reason (JudgeModelError), like a bad setting would.
+        judge = load_judge(settings.judge_model) if self.policy.judged else None
+        # The judge of the settings (or shipped); a judge fitted from traffic and applied replaces it live.
+        self.prior_judge = judge
+        self.judges = JudgeStore(self.engine)
+        self.judge_in_force: str | None = None
+        self.exploration = Exploration(settings.explore_rate)
+        self.draw = parts.draw
         self.cache = Cache(parts.exact or build_exact(settings), self.store, SemanticIndex(self.embedder.dim),
                            self.embedder, config,
-                           self.stages, clock=self.clock)
+                           self.stages, clock=self.clock, judge=judge)
         self.maintainer = Maintainer(self.cache, settings.max_entries, clock=self.clock)
         self.decisions = DecisionLog(self.engine)
         self.thresholds = Thresholds(self.policy)
@@ -197,11 +211,30 @@ class Runtime:
         if evict:
             self.metrics.evictions.inc(self.maintainer.evict())
             self._label_metrics()
+            if self.policy.judged:
+                self.cache.histories = self.decisions.entry_histories()
+        self.sync_judge()
         self.thresholds.by_namespace = self.decisions.thresholds()
         self.metrics.indexed.set(len(self.index))
         interval = self.settings.snapshot_interval_seconds
         if interval and time.monotonic() - self._last_snapshot >= interval:
             self.save_snapshot()
+
+    def sync_judge(self) -> None:
+        """Put in force the judge `eval fit --traffic --apply` (or `--rollback`) chose, if it changed."""
+        if self.prior_judge is None:
+            return
+        version = self.judges.in_force()
+        if version == self.judge_in_force:
+            return
+        try:
+            judge = self.prior_judge if version is None else self.judges.load(version)
+        except JudgeModelError as exc:
+            log.error("judge %s not put in force, keeping the one in force: %s", version, exc)
+            return
+        self.cache.judge = judge
+        self.judge_in_force = version
+        log.info("judge in force: %s", judge.version)
 
     def stats(self) -> dict[str, Any]:
         """What `/deja/stats` shows, in a worker thread (it counts entries and labels in SQL)."""

@@ -118,7 +118,10 @@ async def inprocess_gateway(tmp_path: Path, **settings: Any) -> AsyncIterator[In
     upstream, clock = MockUpstream(), Clock()
     config = Settings(**{"data_dir": tmp_path, "namespace_secret": "test-secret", "admin_token": ADMIN_TOKEN,
                          "upstream_url": "http://upstream.test", "anthropic_upstream_url": "http://anthropic.test",
-                         "audit_rate": 0.0, **settings})
+                         # the cosine rule, whose hits follow from the lexical embedder's cosines; tests of the
+                         # judge (the default decision) pass decision="judge"
+                         "audit_rate": 0.0, "explore_rate": 0.0, "decision": "threshold",
+                         **settings})
     app = create_app(config, Parts(embedder=HashEmbedder(dim=256), transport=upstream.transport, clock=clock))
     async with app.router.lifespan_context(app):
         await asyncio.to_thread(app.state.runtime.ready.wait, 30)  # the index loads in the background

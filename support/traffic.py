@@ -57,6 +57,8 @@ def deployment_env(stub_url: str, data_dir: Path) -> dict[str, str]:
         "DEJA_DATA_DIR": str(data_dir),
         "DEJA_ADMIN_TOKEN": "admin-secret",
         "DEJA_LOG_LEVEL": "warning",
+        # The threshold loop (sweep --traffic --apply) is what this deployment exercises.
+        "DEJA_DECISION": "threshold",
         "DEJA_MIN_SIMILARITY": str(LOOSE_MIN_SIMILARITY),
         "DEJA_DECISION_LOG_FLOOR": str(LOG_FLOOR),
         "DEJA_AUDIT_RATE": "1.0",
@@ -130,7 +132,8 @@ def traffic_sweep(database_url: str, target: float, *extra: str) -> dict[str, An
 
 
 def pairs_sweep(target: float) -> dict[str, Any]:
-    return eval_sweep("--dataset", str(PAIRS), "--threshold", THRESHOLDS, "--max-false-hit-rate", str(target))
+    return eval_sweep("--dataset", str(PAIRS), "--decision", "threshold", "--threshold", THRESHOLDS,
+                      "--max-false-hit-rate", str(target))
 
 
 def chosen(choice: dict[str, Any]) -> dict[str, Any]:

@@ -109,6 +109,14 @@ def test_control_character_in_pass_through_path_is_a_400(deployment: Deployment,
     assert stub.state.calls == []
 
 
+@pytest.mark.parametrize(("method", "path"), [("GET", "/deja/entriez"), ("POST", "/deja/label"), ("GET", "/deja")])
+def test_unknown_deja_route_is_a_404_and_never_forwards_the_admin_token(
+        deployment: Deployment, stub: StubUpstream, method: str, path: str) -> None:
+    response = httpx.request(method, deployment.url + path, headers=ADMIN, timeout=30)
+    assert_openai_error(response, 404)
+    assert stub.state.calls == []
+
+
 @pytest.mark.parametrize("max_age", ["inf", "1e999", "nan", "-1", "1.5", "0x10", ""])
 def test_unusable_cache_control_max_age_is_a_400(deployment: Deployment, max_age: str) -> None:
     response = httpx.post(deployment.url + "/v1/chat/completions", timeout=30,

@@ -17,7 +17,7 @@ from support.fakes import WordVeto
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PAIRS = str(FIXTURES / "pairs.jsonl")
-FAST = ["--embedder", "hash", "--threshold", "0.5:0.9:0.1"]
+FAST = ["--embedder", "hash", "--decision", "threshold", "--threshold", "0.5:0.9:0.1"]
 
 
 @pytest.fixture
@@ -140,11 +140,36 @@ def test_replay_prints_a_row_per_threshold() -> None:
 
 def test_replay_json_reports_vetoes_per_stage(guards: None) -> None:
     code, out, _ = _run("replay", "--stream", str(FIXTURES / "stream.jsonl"), "--embedder", "hash",
-                        "--threshold", "0.5", "--json")
+                        "--decision", "threshold", "--threshold", "0.5", "--json")
     assert code == 0
     row = json.loads(out)["rows"][0]
     assert [v["stage"] for v in row["vetoes"]] == ["polarity", "values"]
     assert row["requests"] == 6
+
+
+def test_replay_with_the_judge_prints_a_row_per_budget() -> None:
+    code, out, err = _run("replay", "--stream", str(FIXTURES / "stream.jsonl"), "--embedder", "hash",
+                          "--decision", "judge", "--budgets", "0.05,0.02", "--json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert [row["budget"] for row in rows] == [0.02, 0.05]
+    assert all(row["threshold"] == 0.5 and row["requests"] == 6 for row in rows)  # the judge's candidate floor
+
+
+def test_sweep_with_the_judge_prints_a_row_per_budget() -> None:
+    code, out, err = _run("sweep", "--dataset", PAIRS, "--embedder", "hash", "--decision", "judge",
+                          "--budgets", "0.02,0.1")
+    assert code == 0, err
+    assert "budget" in out and "ROC-AUC of P(same)" in out
+    assert [line.split()[0] for line in out.splitlines() if line.strip().startswith("0.")][:2] == ["0.02", "0.10"]
+
+
+def test_judge_sweep_refuses_a_budget_outside_zero_one_and_several_floors() -> None:
+    code, _, _ = _run("sweep", "--dataset", PAIRS, "--embedder", "hash", "--decision", "judge", "--budgets", "2")
+    assert code == 2
+    code, _, _ = _run("sweep", "--dataset", PAIRS, "--embedder", "hash", "--decision", "judge", "--threshold",
+                      "0.5,0.6")
+    assert code == 2
 
 
 def test_replay_of_one_part_keeps_only_that_split(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import types
 import pytest
 
 from index.errors import StageUnavailable
-from index.policy import MatchPolicy, build_policy
+from index.policy import DecisionMode, MatchPolicy, build_policy
 from index.settings import Settings
 from index.stages import MemoStage, Stage, StageResult, build_stages, parse_stage_names
 
@@ -49,7 +49,8 @@ def test_a_stage_that_cannot_load_is_unavailable(monkeypatch: pytest.MonkeyPatch
 
 def test_with_guards_the_default_is_every_rule_stage(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _fake_guards(monkeypatch)
-    assert build_policy(Settings()).stages == ("polarity", "values")
+    assert build_policy(Settings(decision=DecisionMode.THRESHOLD)).stages == ("polarity", "values")
+    assert build_policy(Settings()).stages == ("polarity", "values")  # judge mode: for conversations
     assert [s.name for s in build_stages(_policy("values", "polarity"))] == ["polarity", "values"]  # gateway order
     assert [s.name for s in build_stages(_policy("values"))] == ["values"]
     assert calls[-1] == (False, True)

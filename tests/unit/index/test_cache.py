@@ -143,3 +143,47 @@ def test_a_failed_sql_call_is_store_unavailable_naming_what_failed(tmp_path: Pat
         store.get(1)
     with pytest.raises(StoreUnavailable, match=r"^cannot count entries: "):
         store.count()
+
+
+def _judge_cache(tmp_path: Path, budget: float) -> Cache:
+    """Judge mode with the shipped prior and the hash embedder: the pipeline, not the model, is under test."""
+    from index.judge import load_judge
+    from index.policy import DecisionMode
+
+    store = EntryStore(make_engine(f"sqlite:///{tmp_path / 'db.sqlite'}"))
+    store.create_schema()
+    embedder = HashEmbedder()
+    policy = MatchPolicy(0.5, decision=DecisionMode.JUDGE, max_false_hit_rate=budget)
+    return Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder, CacheConfig(policy),
+                 judge=load_judge())
+
+
+def test_judge_mode_records_the_judges_version_probability_and_bar(tmp_path: Path) -> None:
+    from index.rule import Reason
+
+    cache = _judge_cache(tmp_path, 0.05)
+    cache.store_answer(build_key("ns", body("how do I enable gzip in nginx")), answer("cached"))
+    lookup = cache.lookup(build_key("ns", body("how do I not enable gzip in nginx")))
+    assert lookup.decision is not None and lookup.candidate_prompt == "how do I enable gzip in nginx"
+    (result,) = lookup.decision.stages
+    assert result.stage == "judge" and result.score is not None and 0.0 <= result.score <= 1.0
+    assert result.reason.startswith(cache.judge.version if cache.judge else "?") and "bar=" in result.reason
+    assert lookup.verdict is Verdict.MISS and lookup.decision.reason is Reason.BELOW_BAR
+    assert lookup.decision.vetoed_by is None  # a judge miss is not a stage veto
+
+
+def test_judge_mode_serves_a_candidate_whose_probability_clears_the_bar(tmp_path: Path) -> None:
+    cache = _judge_cache(tmp_path, 0.5)  # a loose budget: a near-identical prompt clears it
+    cache.store_answer(build_key("ns", body("How do I enable gzip compression in nginx?")), answer("cached"))
+    lookup = cache.lookup(build_key("ns", body("how do I enable gzip compression in nginx")))
+    assert lookup.verdict is Verdict.SEMANTIC_HIT and lookup.response is not None
+    assert lookup.decision is not None and lookup.decision.stages[0].passed
+
+
+def test_judge_mode_needs_a_judge(tmp_path: Path) -> None:
+    from index.policy import DecisionMode
+
+    store = EntryStore(make_engine(f"sqlite:///{tmp_path / 'db.sqlite'}"))
+    with pytest.raises(ValueError, match="judge"):
+        Cache(LruExactCache(), store, SemanticIndex(8), HashEmbedder(dim=8),
+              CacheConfig(MatchPolicy(0.5, decision=DecisionMode.JUDGE)))

@@ -17,6 +17,7 @@ from index.store import EntryStore, make_engine
         pytest.param(Reason.HIT, None, id="hit"),
         pytest.param(Reason.BELOW_THRESHOLD, None, id="below-threshold"),
         pytest.param(Reason.CONTEXT_BELOW_THRESHOLD, None, id="context-below-threshold"),
+        pytest.param(Reason.BELOW_BAR, None, id="judge-below-bar"),
         pytest.param(Reason.VETOED, "polarity", id="vetoed"),
         pytest.param(Reason.VETOED, "alignment@context", id="vetoed-on-context"),
     ],
@@ -29,4 +30,25 @@ def test_reason_and_vetoing_stage_survive_the_round_trip(tmp_path: Path, reason:
                             vetoed_by, 1.0)
     log.record([record])
     assert log.get("r1") == record
+    engine.dispose()
+
+
+def test_entry_histories_count_serves_and_labels_by_precedence(tmp_path: Path) -> None:
+    from index.decision_log import Label, LabelSource
+    from index.judge_features import EntryHistory
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'log.db'}")
+    EntryStore(engine).create_schema()
+    log = DecisionLog(engine)
+    hit = ("hit-semantic", Reason.HIT)
+    miss = ("miss", Reason.BELOW_BAR)
+    rows = [("r1", 7, *hit), ("r2", 7, *hit), ("r3", 7, *miss), ("r4", 9, *miss)]
+    log.record([DecisionRecord(rid, "ns", "m", "q", entry, "c", 0.8, 0.5, (), verdict, reason, None, 1.0)
+                for rid, entry, verdict, reason in rows])
+    log.label(Label("r1", LabelSource.SHADOW, False, 2.0))
+    log.label(Label("r1", LabelSource.HUMAN, True, 3.0))  # a human label outranks the shadow
+    log.label(Label("r3", LabelSource.SHADOW, False, 2.0))
+    log.label(Label("r4", LabelSource.AUDIT, True, 2.0))
+    assert log.entry_histories() == {7: EntryHistory(served=2, same=1, different=1),
+                                     9: EntryHistory(served=0, same=1, different=0)}
     engine.dispose()

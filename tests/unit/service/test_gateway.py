@@ -180,3 +180,19 @@ async def test_feedback_labels_only_the_callers_own_decision(gw: InProcessGatewa
     mine = await gw.client.post("/v1/deja/feedback", json={"request_id": request_id, "correct": False},
                                 headers={"Authorization": "Bearer sk-test"})
     assert mine.json() == {"request_id": request_id, "recorded": True}
+
+
+async def test_judge_mode_refuses_a_negation_and_logs_why(tmp_path: Path) -> None:
+    async with inprocess_gateway(tmp_path, decision="judge") as judged:
+        await judged.chat("is the api rate limited")
+        near = await judged.chat("is the api not rate limited")
+        assert (near.headers["x-deja-cache"], near.headers["x-deja-veto"]) == ("miss", "judge_below_bar")
+        assert judged.upstream.chat_calls == 2
+
+
+async def test_judge_mode_serves_a_candidate_that_clears_the_budgets_bar(tmp_path: Path) -> None:
+    # A loose budget (a low bar): the lexical embedder's cosines are not what the shipped judge was trained on.
+    async with inprocess_gateway(tmp_path, decision="judge", max_false_hit_rate=0.2) as judged:
+        await judged.chat("How do I cancel my subscription?")
+        hit = await judged.chat("how do I cancel my subscription?")
+        assert hit.headers["x-deja-cache"] == "hit-semantic" and judged.upstream.chat_calls == 1

@@ -1,0 +1,91 @@
+"""Budget sweep of the judge over labelled pairs: each pair is one candidate (a cached, b arrives), decided by
+the gateway's own judge rule (`index.judge_rule.judge`) at each false-hit budget. Points carry the budget
+where a threshold sweep carries the threshold, so both print and export alike."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from eval.sweep import ScoredPair, Sweep, SweepPoint, _summarize, _Tally
+from index.conversation import context_stages
+from index.judge import Judge
+from index.judge_features import JudgeInput, feature_matrix
+from index.judge_rule import JUDGE_STAGE, JudgedCandidate, JudgeSetup, judge
+from index.policy import MatchPolicy
+from index.rule import Candidate, decide
+from index.stages import MemoStage, Stage
+
+
+def _comparable(item: ScoredPair, floor: float) -> bool:
+    return item.similarity is not None and item.veto is None and item.similarity >= floor
+
+
+def run_judge_sweep(
+    scored: Sequence[ScoredPair], model: Judge, budgets: Sequence[float], policy: MatchPolicy,
+    confidence: float = 0.95, stages: Sequence[Stage] = (),
+) -> Sweep:
+    """One point per budget (ascending). Pairs below the policy's candidate floor are misses, as in the gateway;
+    conversation pairs go through the conversation rule (`MatchPolicy.for_request`) with `stages`."""
+    same = sum(1 for item in scored if item.pair.same_answer)
+    rule = _ConversationRule(policy.for_request(conversation=True), tuple(MemoStage(s) for s in stages),
+                             tuple(MemoStage(s) for s in context_stages(stages)))
+    points = tuple(_point(scored, model, policy.with_budget(b), confidence, rule) for b in sorted(set(budgets)))
+    return Sweep(stages=(JUDGE_STAGE,), same_pairs=same, must_not_pairs=len(scored) - same,
+                 stage_checks=sum(1 for item in scored if _comparable(item, policy.min_similarity)), points=points)
+
+
+@dataclass(frozen=True)
+class _ConversationRule:
+    policy: MatchPolicy
+    stages: tuple[Stage, ...]
+    context_stages: tuple[Stage, ...]
+
+    def hit(self, index: int, item: ScoredPair) -> bool:
+        assert item.similarity is not None
+        pair = item.pair
+        candidate = Candidate(index, pair.a.prompt, item.similarity, item.context_a, item.context_similarity)
+        return decide(pair.b.prompt, candidate, self.policy, self.stages, item.context_b, self.context_stages).hit
+
+
+def _point(scored: Sequence[ScoredPair], model: Judge, policy: MatchPolicy, confidence: float,
+           conversation: _ConversationRule) -> SweepPoint:
+    tally = _Tally(Counter(), Counter(), Counter())
+    setup = JudgeSetup(model, policy.max_false_hit_rate, 1)
+    for index, item in enumerate(scored):
+        pair = item.pair
+        tally.totals[pair.kind, pair.same_answer] += 1
+        if item.context_b is not None and item.similarity is not None and item.veto is None:
+            if conversation.hit(index, item):
+                tally.served[pair.kind, pair.same_answer] += 1
+            continue
+        if not _comparable(item, policy.min_similarity):
+            continue
+        assert item.similarity is not None
+        candidate = JudgedCandidate(index, pair.a.prompt, item.similarity, item.context_a, item.context_similarity)
+        if judge(pair.b.prompt, [candidate], setup, item.context_b).hit:
+            tally.served[pair.kind, pair.same_answer] += 1
+        else:
+            tally.vetoed[JUDGE_STAGE, pair.kind, pair.same_answer] += 1
+    return _summarize(policy.max_false_hit_rate, tally, [JUDGE_STAGE], confidence)
+
+
+def pair_inputs(scored: Sequence[ScoredPair]) -> tuple[list[int], list[JudgeInput]]:
+    """Indexes and judge inputs of the comparable pairs (single candidates), for AUCs and fitting."""
+    keep = [i for i, item in enumerate(scored) if item.similarity is not None and item.veto is None]
+    items = [JudgeInput(scored[i].pair.b.prompt, scored[i].pair.a.prompt, scored[i].similarity or 0.0,
+                        query_context=scored[i].context_b, cached_context=scored[i].context_a,
+                        context_similarity=scored[i].context_similarity) for i in keep]
+    return keep, items
+
+
+def judge_scores(scored: Sequence[ScoredPair], model: Judge) -> list[float]:
+    """P(same answer) per pair (-1 for pairs the gateway cannot compare), for ROC-AUC."""
+    keep, items = pair_inputs(scored)
+    out = [-1.0] * len(scored)
+    if not items:
+        return out
+    for i, p in zip(keep, model.probabilities_of(feature_matrix(items)), strict=True):
+        out[i] = float(p)
+    return out

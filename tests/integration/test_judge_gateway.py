@@ -1,0 +1,92 @@
+"""The default decision, the judge, through a real gateway: real uvicorn, real MiniLM, the shipped judge.
+
+A negated or value-changed prompt is not served while a paraphrase is, and every decision logs the judge's
+version and probability.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from index.judge import load_judge
+from support.services import GatewayProcess
+from support.stub_upstream import StubUpstream
+from tests.integration.conftest import base_env
+
+pytestmark = pytest.mark.integration
+CACHED = "How do I cancel my subscription?"
+
+
+@pytest.fixture(scope="module")
+def gateway(stub: StubUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayProcess, Path]]:
+    data_dir = tmp_path_factory.mktemp("judge")
+    env = base_env(stub, data_dir) | {"DEJA_DECISION": "judge"}  # the default, stated so the test says it
+    gw = GatewayProcess(env, data_dir / "gateway.log").start()
+    yield gw, data_dir
+    gw.stop()
+
+
+def chat(url: str, api_key: str, content: str) -> httpx.Response:
+    return httpx.post(url + "/v1/chat/completions", timeout=30, headers={"Authorization": f"Bearer {api_key}"},
+                      json={"model": "m", "messages": [{"role": "user", "content": content}]})
+
+
+def logged(db: Path, request_id: str, timeout: float = 10.0) -> dict[str, Any] | None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        conn = sqlite3.connect(db)
+        try:
+            row = conn.execute("SELECT stages, vetoed_by FROM deja_decisions WHERE request_id = ?",
+                               (request_id,)).fetchone()
+        finally:
+            conn.close()
+        if row is not None:
+            return {"stages": json.loads(row[0]), "vetoed_by": row[1]}
+        time.sleep(0.1)
+    return None
+
+
+@pytest.mark.parametrize(
+    ("cached", "asked"),
+    [
+        ("Is the API rate limited?", "Is the API not rate limited?"),
+        ("What is 15% of 240?", "What is 15% of 420?"),
+        ("How do I freeze bread?", "How do I thaw bread?"),
+    ],
+    ids=["negated", "value-changed", "contrast"],
+)
+def test_a_changed_question_is_not_served(gateway: tuple[GatewayProcess, Path], stub: StubUpstream,
+                                          cached: str, asked: str) -> None:
+    gw, _ = gateway
+    key = f"sk-{abs(hash(asked))}"
+    chat(gw.url, key, cached)
+    response = chat(gw.url, key, asked)
+    assert response.headers["x-deja-cache"] == "miss"
+
+
+def test_a_paraphrase_is_served_and_the_decision_logs_the_judge(gateway: tuple[GatewayProcess, Path]) -> None:
+    gw, data_dir = gateway
+    first = chat(gw.url, "sk-para", CACHED)
+    again = chat(gw.url, "sk-para", "how do i cancel my subscription")
+    assert again.headers["x-deja-cache"] == "hit-semantic"
+    assert again.json()["choices"][0]["message"]["content"] == first.json()["choices"][0]["message"]["content"]
+    record = logged(data_dir / "deja.db", again.headers["x-deja-request-id"])
+    assert record is not None and record["vetoed_by"] is None
+    (stage,) = record["stages"]
+    assert stage["stage"] == "judge" and stage["passed"] and stage["score"] > 0.5
+    assert stage["reason"].startswith(load_judge().version)
+
+
+def test_a_judge_miss_says_why(gateway: tuple[GatewayProcess, Path]) -> None:
+    gw, _ = gateway
+    chat(gw.url, "sk-why", "Is the API rate limited?")
+    near = chat(gw.url, "sk-why", "Is the API not rate limited?")
+    assert near.headers["x-deja-veto"] == "judge_below_bar"
