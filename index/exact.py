@@ -12,13 +12,13 @@ from collections.abc import Callable
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
-import orjson
 import redis
 from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
 from redis.retry import Retry
 from redis.sentinel import Sentinel
 
+from index import jsonio
 from index.errors import StoreUnavailable
 from index.records import CachedResponse
 
@@ -132,11 +132,11 @@ class RedisExactCache:
             raise StoreUnavailable(f"redis get failed: {exc}") from exc
         if raw is None:
             return None
-        data = orjson.loads(raw)
+        data = jsonio.loads(raw)
         return CachedResponse(int(data["entry_id"]), data["body"], float(data.get("created_at", 0.0)))
 
     def put(self, key: str, value: CachedResponse, ttl_seconds: float | None) -> None:
-        payload = orjson.dumps({"entry_id": value.entry_id, "body": value.body, "created_at": value.created_at})
+        payload = jsonio.dumps({"entry_id": value.entry_id, "body": value.body, "created_at": value.created_at})
         if ttl_seconds is not None and not ttl_seconds > 0:  # 0 is "expire now", never "no expiry"
             self.delete(key)
             return

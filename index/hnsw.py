@@ -117,8 +117,10 @@ class SemanticIndex:
             if len(members) >= self.params.exact_scan_below:
                 self._index.set_ef(max(self.params.ef_search, k))
                 try:
+                    # A per-node Python filter costs more than the walk; skip it when the scope is the whole index.
+                    only = len(members) == len(self._scope_of)
                     labels, distances = self._index.knn_query(
-                        query, k=k, filter=lambda label: self._scope_of.get(label) == scope
+                        query, k=k, filter=None if only else (lambda label: self._scope_of.get(label) == scope)
                     )
                     return [
                         Neighbor(int(lbl), float(1.0 - d)) for lbl, d in zip(labels[0], distances[0], strict=True)

@@ -89,7 +89,7 @@ class Settings(BaseSettings):
     embedding_model: Path | None = Field(
         None, description="Folder of a sentence-transformers model (torch backend); empty = bundled MiniLM")
     embed_threads: int = Field(
-        0, ge=0, description="Intra-op threads of the one embedding worker; 0 = the cores this process may use")
+        0, ge=0, description="Intra-op threads of the one embedding worker; 0 = usable cores minus one (at least 1)")
     embed_max_batch: int = Field(64, ge=1, description="Texts embedded together at most")
     embed_max_wait_ms: float = Field(
         2.0, ge=0, description="Longest a request waits for company (only under concurrency; never alone)")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +11,7 @@ from sqlalchemy import ColumnElement, Engine, and_, create_engine, delete, event
 from sqlalchemy.engine import Row
 from sqlalchemy.exc import IntegrityError
 
+from index import jsonio
 from index.embedder import BUNDLED_MODEL_ID, Vector
 from index.errors import store_errors
 from index.records import CacheEntry, StoredEntry
@@ -116,7 +116,7 @@ def _row_to_entry(row: Row[tuple[object, ...]]) -> StoredEntry:
         context_key=str(m["context_key"]),
         model=str(m["model"]),
         prompt=str(m["prompt"]),
-        response=json.loads(str(m["response"])),
+        response=jsonio.loads(str(m["response"])),
         created_at=float(m["created_at"]),
         expires_at=None if m["expires_at"] is None else float(m["expires_at"]),
         hits=int(m["hits"] or 0),
@@ -154,7 +154,7 @@ class EntryStore:
             "context_vector": _blob(entry.context_vector),
             "context_text": entry.context_text,
             "embedding_model": entry.embedding_model,
-            "response": json.dumps(entry.response, separators=(",", ":")),
+            "response": jsonio.dumps(entry.response).decode(),
             "created_at": entry.created_at,
             "expires_at": entry.expires_at,
             "hits": 0,

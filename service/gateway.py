@@ -22,6 +22,7 @@ from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from index import jsonio
 from index.decision_log import DecisionRecord, LabelSource
 from index.explore import Exploration
 from index.judge_rule import JUDGE_STAGE
@@ -177,7 +178,7 @@ class Gateway:
         if exchange.stream:
             return StreamingResponse(_aiter(exchange.dialect.replay(served, exchange.body)),
                                      media_type="text/event-stream", headers=headers)
-        return Response(json.dumps(served), media_type="application/json", headers=headers)
+        return Response(jsonio.dumps(served), media_type="application/json", headers=headers)
 
     def _count_hit(self, exchange: Exchange, lookup: Lookup, cached: CachedResponse) -> None:
         metrics = self.rt.metrics

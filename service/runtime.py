@@ -17,7 +17,7 @@ import httpx
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
-from index.batching import BatchingConfig, BatchingEmbedder, Lane, available_cores
+from index.batching import BatchingConfig, BatchingEmbedder, Lane, available_cores, embedding_threads
 from index.cache import Cache, CacheConfig
 from index.decision_log import DecisionLog, DecisionRecord
 from index.embedder import Embedder, make_embedder
@@ -68,10 +68,9 @@ class Parts:
 
 
 def build_embedder(settings: Settings, model: Embedder | None = None) -> BatchingEmbedder:
-    """The model (built from settings unless given) behind one batching worker. The worker is the only thread
-    that embeds, so it gets every core this process may use (`DEJA_EMBED_THREADS` caps it when the cores are
-    shared with other busy processes)."""
-    threads = settings.embed_threads or available_cores()
+    """The model (built from settings unless given) behind one batching worker, the only thread that embeds.
+    Its threads follow the cores (`embedding_threads`) unless `DEJA_EMBED_THREADS` says otherwise."""
+    threads = settings.embed_threads or embedding_threads(available_cores())
     model = model or make_embedder(settings.embedder, settings.embedding_model, threads)
     config = BatchingConfig(max_batch_texts=settings.embed_max_batch,
                             max_wait_seconds=settings.embed_max_wait_ms / 1000,

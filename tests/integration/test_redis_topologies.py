@@ -4,6 +4,7 @@ by the test and stopped after it."""
 from __future__ import annotations
 
 import shutil
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import pytest
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from index.errors import StoreUnavailable
 from index.exact import RedisExactCache
@@ -21,9 +24,27 @@ pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server not installed")]
 
 
-def wait_for_port(port: int) -> None:
-    client = redis.Redis(port=port, socket_timeout=0.5)
-    for _ in range(200):
+def cluster_port() -> int:
+    """A free port whose cluster bus port (+10000) is a valid, free port too."""
+    while True:
+        port = free_port()
+        if port + 10000 > 65535:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        return port
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes]) -> None:
+    """Until redis answers PING; fails at once if it exited (no client retries or backoff while waiting)."""
+    client = redis.Redis(port=port, socket_timeout=0.5, socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 0))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"redis-server on port {port} exited with {proc.returncode}")
         try:
             if client.ping():
                 return
@@ -49,13 +70,13 @@ def stop(procs: list[subprocess.Popen[bytes]]) -> None:
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[list[tuple[int, subprocess.Popen[bytes]]]]:
-    ports = [free_port() for _ in range(3)]
+    ports = [cluster_port() for _ in range(3)]
     nodes = [(port, server(["--port", str(port), "--cluster-enabled", "yes", "--cluster-config-file",
                             f"nodes-{port}.conf", "--cluster-node-timeout", "2000"], tmp_path / str(port)))
              for port in ports]
     try:
-        for port in ports:
-            wait_for_port(port)
+        for port, proc in nodes:
+            wait_for_port(port, proc)
         subprocess.run([shutil.which("redis-cli") or "redis-cli", "--cluster", "create",
                         *(f"127.0.0.1:{p}" for p in ports), "--cluster-replicas", "0", "--cluster-yes"],
                        check=True, capture_output=True, timeout=60)
@@ -106,13 +127,13 @@ def test_exact_tier_behind_sentinel(tmp_path: Path) -> None:
     primary_port, sentinel_port = free_port(), free_port()
     procs = [server(["--port", str(primary_port)], tmp_path / "primary")]
     try:
-        wait_for_port(primary_port)
+        wait_for_port(primary_port, procs[0])
         conf = tmp_path / "sentinel.conf"
         conf.write_text(f"port {sentinel_port}\nbind 127.0.0.1\n"
                         f"sentinel monitor deja-exact 127.0.0.1 {primary_port} 1\n")
         procs.append(subprocess.Popen([shutil.which("redis-server") or "redis-server", str(conf), "--sentinel"],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        wait_for_port(sentinel_port)
+        wait_for_port(sentinel_port, procs[1])
         exact = RedisExactCache(f"redis+sentinel://127.0.0.1:{sentinel_port}/deja-exact/0", timeout_seconds=1.0)
         exact.put("k", response(7), ttl_seconds=60)
         assert exact.get("k") == response(7)
