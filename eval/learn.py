@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from eval.datasets import StreamRequest
-from eval.metrics import rate
+from eval.metrics import Tally, rate
 from eval.refit import refit_judge
 from eval.replay import Upstream, answer_text, stub_upstream
 from index.embedder import Embedder
@@ -93,15 +93,6 @@ class _Entry:
     answer: str
 
 
-@dataclass
-class _Counts:
-    exact: int = 0
-    semantic: int = 0
-    correct: int = 0
-    wrong: int = 0
-    explored: int = 0
-
-
 class Deployment:
     """The simulated gateway: exact tier, brute-force nearest neighbours (exact cosine, as HNSW approximates),
     the judge rule, exploration, shadows, audits, and per-entry label histories. Mutable, local to one run."""
@@ -120,17 +111,17 @@ class Deployment:
     def use(self, model: Judge) -> None:
         self.setup = JudgeSetup(model, self.config.max_false_hit_rate, self.config.candidates, self.histories)
 
-    def serve(self, requests: Sequence[StreamRequest], upstream: Upstream) -> _Counts:
-        counts = _Counts()
+    def serve(self, requests: Sequence[StreamRequest], upstream: Upstream) -> Tally:
+        counts = Tally()
         for request in requests:
             self._one(request, answer_text(upstream(request)), counts)
         return counts
 
-    def _one(self, request: StreamRequest, expected: str, counts: _Counts) -> None:
+    def _one(self, request: StreamRequest, expected: str, counts: Tally) -> None:
         cached = self.exact.get(request.prompt)
         if cached is not None:
             counts.exact += 1
-            self._score(counts, cached == expected)
+            counts.score(cached == expected)
             return
         found = self._candidates(request.prompt)
         verdict = judge(request.prompt, [c for c, _ in found], self.setup)
@@ -141,7 +132,7 @@ class Deployment:
             if not self.config.exploration.explores(p, verdict.bar, self.config.max_false_hit_rate, draw):
                 counts.semantic += 1
                 self._served(entry.entry_id)
-                self._score(counts, entry.answer == expected)
+                counts.score(entry.answer == expected)
                 if self.rng.random() < self.config.audit_rate:
                     self._label(request.prompt, verdict, verdict.chosen, entry, expected, "audit")
                 return
@@ -180,13 +171,6 @@ class Deployment:
         self.matrix = np.vstack([self.matrix, self.vectors[prompt][None, :]])
         self.exact[prompt] = answer
 
-    @staticmethod
-    def _score(counts: _Counts, right: bool) -> None:
-        if right:
-            counts.correct += 1
-        else:
-            counts.wrong += 1
-
 
 def run_learn(
     stream: str, requests: Sequence[StreamRequest], embedder: Embedder, prior: Judge, config: LearnConfig,
@@ -219,8 +203,8 @@ def _refit(labels: Sequence[LabeledInput], prior: Judge, seed: int) -> tuple[Jud
     return fitted, f"refitted on {len(labels)} labels"
 
 
-def _rates(requests: int, counts: _Counts, version: str) -> PartRates:
-    served = counts.exact + counts.semantic
+def _rates(requests: int, counts: Tally, version: str) -> PartRates:
+    served = counts.served
     return PartRates(
         requests=requests, served=rate(served, requests), correct=rate(counts.correct, requests),
         wrong_over_served=rate(counts.wrong, served), explored=rate(counts.explored, requests),

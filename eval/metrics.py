@@ -1,15 +1,42 @@
-"""Rates, the Wilson confidence bound and the threshold-free AUCs of raw similarity."""
+"""Rates, the running tally of a trace replay, the Wilson confidence bound and the threshold-free AUCs of raw
+similarity."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from statistics import NormalDist
 
 
 def rate(count: int, total: int) -> float | None:
     """`count / total`, or None when there is nothing to divide by."""
     return count / total if total else None
+
+
+@dataclass
+class Tally:
+    """Running totals of one replay of a trace (mutable, local to one run): hits per tier, served answers that
+    were (`correct`) or were not (`wrong`) the upstream's, explorations, and `oracle`: requests whose intent
+    was seen before (what a cache that knew the intents would serve)."""
+
+    exact: int = 0
+    semantic: int = 0
+    explored: int = 0
+    correct: int = 0
+    wrong: int = 0
+    oracle: int = 0
+
+    @property
+    def served(self) -> int:
+        return self.exact + self.semantic
+
+    def score(self, right: bool) -> None:
+        """Count one served answer: right when it is the upstream's."""
+        if right:
+            self.correct += 1
+        else:
+            self.wrong += 1
 
 
 def z_score(confidence: float) -> float:

@@ -16,7 +16,7 @@ from typing import Any
 
 from eval.datasets import StreamRequest
 from eval.embedding import MemoEmbedder, Progress, embed_unique
-from eval.metrics import rate
+from eval.metrics import Tally, rate
 from index.cache import Cache, CacheConfig
 from index.embedder import Embedder
 from index.exact import LruExactCache
@@ -118,14 +118,9 @@ class ReplayConfig:
 
 
 @dataclass
-class _Counts:
-    """Running totals of one replay (mutable, local to `replay_once`)."""
+class _Counts(Tally):
+    """A tally with each stage's vetoes, and those that were right (mutable, local to `replay_once`)."""
 
-    exact: int = 0
-    semantic: int = 0
-    correct: int = 0
-    wrong: int = 0
-    oracle: int = 0
     vetoed: Counter[str] = field(default_factory=Counter)
     rightly: Counter[str] = field(default_factory=Counter)
 
@@ -192,10 +187,7 @@ def _count_hit(counts: _Counts, verdict: Verdict, served: str, expected: str) ->
         counts.exact += 1
     else:
         counts.semantic += 1
-    if served == expected:
-        counts.correct += 1
-    else:
-        counts.wrong += 1
+    counts.score(served == expected)
 
 
 def _count_veto(counts: _Counts, lookup: Lookup, expected: str) -> None:
@@ -209,7 +201,7 @@ def _count_veto(counts: _Counts, lookup: Lookup, expected: str) -> None:
 
 
 def _row(threshold: float, requests: int, counts: _Counts, stage_names: Sequence[str]) -> ReplayRow:
-    served = counts.exact + counts.semantic
+    served = counts.served
     return ReplayRow(
         threshold=threshold,
         requests=requests,

@@ -24,7 +24,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
 from eval.datasets import StreamRequest
-from eval.metrics import rate
+from eval.metrics import Tally, rate
 from eval.replay import Upstream, answer_text, stub_upstream
 from index.embedder import Embedder
 
@@ -152,16 +152,6 @@ def run_vcache(
     return VCacheReport(stream, embedder.model_id, seed, len(requests), len({r.intent for r in requests}), rows)
 
 
-@dataclass
-class _Counts:
-    exact: int = 0
-    semantic: int = 0
-    explored: int = 0
-    correct: int = 0
-    wrong: int = 0
-    oracle: int = 0
-
-
 def replay_vcache(
     requests: Sequence[StreamRequest], embedder: Embedder, delta: float, seed: int = 0,
     upstream: Upstream = stub_upstream,
@@ -175,7 +165,7 @@ def replay_vcache(
     entries: list[Entry] = []
     exact: dict[str, str] = {}
     seen: set[str] = set()
-    counts = _Counts()
+    counts = Tally()
     for request in requests:
         counts.oracle += request.intent in seen
         seen.add(request.intent)
@@ -183,7 +173,7 @@ def replay_vcache(
         served = exact.get(request.prompt)
         if served is not None:
             counts.exact += 1
-            _score(counts, served, expected)
+            counts.score(served == expected)
             continue
         vector = np.asarray(embedder.embed([request.prompt])[0], dtype=np.float64)
         if entries:
@@ -192,7 +182,7 @@ def replay_vcache(
             similarity, nearest = float(matrix[best] @ vector), entries[best]
             if not nearest.should_explore(similarity, delta, rng):
                 counts.semantic += 1
-                _score(counts, nearest.answer, expected)
+                counts.score(nearest.answer == expected)
                 continue
             counts.explored += 1
             same = nearest.answer == expected
@@ -205,15 +195,8 @@ def replay_vcache(
     return _row(delta, len(requests), counts)
 
 
-def _score(counts: _Counts, served: str, expected: str) -> None:
-    if served == expected:
-        counts.correct += 1
-    else:
-        counts.wrong += 1
-
-
-def _row(delta: float, requests: int, counts: _Counts) -> VCacheRow:
-    served = counts.exact + counts.semantic
+def _row(delta: float, requests: int, counts: Tally) -> VCacheRow:
+    served = counts.served
     return VCacheRow(
         delta=delta, requests=requests, exact_hits=counts.exact, semantic_hits=counts.semantic,
         explored=counts.explored, correct=counts.correct, wrong=counts.wrong, oracle=counts.oracle,
