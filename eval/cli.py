@@ -32,7 +32,7 @@ from index.stages import Stage, build_stages, parse_stage_names
 
 if TYPE_CHECKING:
     from eval.learn import LearnConfig
-    from eval.sweep import SweepConfig, SweepReport
+    from eval.sweep import ScoredPair, SweepConfig, SweepReport
     from eval.tables import TableData
     from eval.traffic import TrafficReport
 
@@ -245,15 +245,9 @@ def _sweep_dataset(
     dataset: Path, fmt: DatasetFormat, embedder: EmbedderName, config: SweepConfig, output: _Output
 ) -> None:
     from eval.report import to_json
-    from eval.sweep import build_report, score_pairs, texts_to_embed
+    from eval.sweep import build_report
 
-    try:
-        pairs = load_pairs(dataset, fmt)
-    except DatasetError as exc:
-        _fail(str(exc))
-    model = make_embedder(embedder)
-    with _progress("embedding", len(texts_to_embed(pairs))) as advance:
-        scored = score_pairs(pairs, model, progress=advance, context_match=config.policy.context_match)
+    model, scored = _scored_pairs(dataset, fmt, embedder, config.policy)
     report = build_report(dataset.name, model.model_id, scored, config)
     if output.out is not None:
         _write_files(report, output.out, config.max_false_hit_rate)
@@ -261,6 +255,21 @@ def _sweep_dataset(
         typer.echo(to_json(report))
     else:
         _print_sweep(report)
+
+
+def _scored_pairs(
+    dataset: Path, fmt: DatasetFormat, embedder: EmbedderName, policy: MatchPolicy
+) -> tuple[Embedder, tuple[ScoredPair, ...]]:
+    """The dataset's labelled pairs with their similarities under `embedder` (exits 1 on a bad dataset)."""
+    from eval.sweep import score_pairs, texts_to_embed
+
+    try:
+        pairs = load_pairs(dataset, fmt)
+    except DatasetError as exc:
+        _fail(str(exc))
+    model = make_embedder(embedder)
+    with _progress("embedding", len(texts_to_embed(pairs))) as advance:
+        return model, score_pairs(pairs, model, progress=advance, context_match=policy.context_match)
 
 
 def _load_judge(settings: Settings) -> Judge:
@@ -279,15 +288,9 @@ def _sweep_judge(dataset: Path, fmt: DatasetFormat, embedder: EmbedderName, poli
     from eval.judge_sweep import judge_scores, run_judge_sweep
     from eval.metrics import roc_auc
     from eval.report import to_json
-    from eval.sweep import SweepConfig, build_report, score_pairs, texts_to_embed
+    from eval.sweep import SweepConfig, build_report
 
-    try:
-        pairs = load_pairs(dataset, fmt)
-    except DatasetError as exc:
-        _fail(str(exc))
-    encoder = make_embedder(embedder)
-    with _progress("embedding", len(texts_to_embed(pairs))) as advance:
-        scored = score_pairs(pairs, encoder, progress=advance, context_match=policy.context_match)
+    encoder, scored = _scored_pairs(dataset, fmt, embedder, policy)
     report = build_report(dataset.name, encoder.model_id, scored, SweepConfig((), (), None, confidence, policy))
     report = dataclasses.replace(report, sweeps=(run_judge_sweep(scored, model, budgets, policy, confidence, stages),))
     auc = roc_auc([item.pair.same_answer for item in scored], judge_scores(scored, model))
