@@ -1,4 +1,5 @@
-"""Strict JSON decoding of request bodies: UTF-8 only, bounded nesting, no lone surrogates.
+"""Strict JSON decoding of request bodies: UTF-8 only, bounded nesting, no lone surrogates; and the body of an
+API request read as one JSON object and validated against its schema (`validate`).
 
 Every JSON body Deja reads goes through `decode_json` (the chat route directly, the FastAPI model routes
 through `JsonBodyRoute`), so hostile bodies become a 400 before any recursion or any write can fail on them.
@@ -14,6 +15,7 @@ from typing import Any
 import numpy as np
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
+from pydantic import BaseModel, ValidationError
 
 from service.errors import BadRequest
 
@@ -80,3 +82,23 @@ class JsonBodyRoute(APIRoute):
             return await handler(request)
 
         return checked
+
+
+def load_object(raw: bytes) -> dict[str, Any]:
+    """A JSON object body, read strictly (UTF-8, bounded depth, no lone surrogates: `decode_json`)."""
+    body = decode_json(raw)
+    if not isinstance(body, dict):
+        raise BadRequest("The request body must be a JSON object.")
+    return body
+
+
+def validate(schema: type[BaseModel], raw: bytes) -> dict[str, Any]:
+    """Parse and validate against `schema`; the body is returned as sent (the key hashes what was meant)."""
+    body = load_object(raw)
+    try:
+        schema.model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        param = ".".join(str(p) for p in first["loc"])
+        raise BadRequest(f"Invalid value for '{param}': {first['msg']}", param=param) from exc
+    return body

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from service.errors import BadRequest
-from service.json_input import decode_json
+from service.json_input import validate
 
 # RFC 9111 §1.2.2: a delta-seconds too large to represent is taken as 2^31 seconds (68 years).
 MAX_AGE_CAP = 2**31
@@ -38,16 +38,7 @@ class ChatRequest(BaseModel):
 
 def parse_chat_body(raw: bytes) -> dict[str, Any]:
     """The JSON body as sent (validated, never rewritten): the key hashes what the caller meant."""
-    body = decode_json(raw)
-    if not isinstance(body, dict):
-        raise BadRequest("The request body must be a JSON object.")
-    try:
-        ChatRequest.model_validate(body)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        param = ".".join(str(p) for p in first["loc"])
-        raise BadRequest(f"Invalid value for '{param}': {first['msg']}", param=param) from exc
-    return body
+    return validate(ChatRequest, raw)
 
 
 @dataclass(frozen=True)

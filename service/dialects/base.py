@@ -9,11 +9,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ValidationError
-
 from index.keys import CanonicalRequest
-from service.errors import BadRequest
-from service.json_input import decode_json
 
 
 class UpstreamName(StrEnum):
@@ -90,24 +86,6 @@ class Dialect(Protocol):
         ...
 
 
-def load_object(raw: bytes) -> dict[str, Any]:
-    """A JSON object body, read strictly (UTF-8, bounded depth, no lone surrogates: `decode_json`)."""
-    body = decode_json(raw)
-    if not isinstance(body, dict):
-        raise BadRequest("The request body must be a JSON object.")
-    return body
-
-
-def validate(schema: type[BaseModel], raw: bytes) -> dict[str, Any]:
-    """Parse and validate against `schema`; the body is returned as sent (the key hashes what was meant)."""
-    body = load_object(raw)
-    try:
-        schema.model_validate(body)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        param = ".".join(str(p) for p in first["loc"])
-        raise BadRequest(f"Invalid value for '{param}': {first['msg']}", param=param) from exc
-    return body
 
 
 def without_none(values: Mapping[str, Any], ignored: frozenset[str]) -> dict[str, Any]:

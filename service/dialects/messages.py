@@ -12,7 +12,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from index.keys import CanonicalRequest
-from service.dialects.base import Accumulator, SseDecoder, UpstreamName, parse_data, sse, validate, without_none
+from service.dialects.base import Accumulator, SseDecoder, UpstreamName, parse_data, sse, without_none
+from service.json_input import validate
 
 # Stop reasons of an answer that ended on its own or at the caller's limit; `pause_turn`, `refusal` and
 # `model_context_window_exceeded` answers are not kept.

@@ -17,8 +17,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from index.keys import CanonicalRequest, LookupMode
-from service.dialects.base import Accumulator, SseDecoder, UpstreamName, parse_data, sse, validate, without_none
+from service.dialects.base import Accumulator, SseDecoder, UpstreamName, parse_data, sse, without_none
 from service.dialects.chat import openai_error
+from service.json_input import validate
 
 # Fields that never change the answer: transport, storage flags, attribution, upstream prompt-cache hints.
 IGNORED_FIELDS = frozenset({"stream", "stream_options", "store", "metadata", "user", "safety_identifier",
