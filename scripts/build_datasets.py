@@ -271,28 +271,29 @@ def split_families(families: list[list[dict]], seed: int) -> tuple[list[dict], l
         if cost() > before:
             flip(i)
     best = cost()
+
+    def improves(*moved: int) -> bool:
+        """Flip the `moved` families; keep that if the cost falls, else flip them back."""
+        nonlocal best
+        for i in moved:
+            flip(i)
+        c = cost()
+        if c < best - 1e-9:
+            best = c
+            return True
+        for i in moved:
+            flip(i)
+        return False
+
     improved = True
     while improved:
         improved = False
         for i in range(len(fams)):
-            flip(i)
-            c = cost()
-            if c < best - 1e-9:
-                best, improved = c, True
-            else:
-                flip(i)
+            improved |= improves(i)
         for i in range(len(fams)):
             for j in range(i + 1, len(fams)):
-                if assign[i] == assign[j] or doms[i] != doms[j]:
-                    continue
-                flip(i)
-                flip(j)
-                c = cost()
-                if c < best - 1e-9:
-                    best, improved = c, True
-                else:
-                    flip(i)
-                    flip(j)
+                if assign[i] != assign[j] and doms[i] == doms[j]:
+                    improved |= improves(i, j)
     dev = [p for fam, a in zip(fams, assign, strict=True) if a == 0 for p in fam]
     test = [p for fam, a in zip(fams, assign, strict=True) if a == 1 for p in fam]
     return dev, test

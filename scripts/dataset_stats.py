@@ -6,10 +6,16 @@ Usage: python scripts/dataset_stats.py
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[1] / "datasets"
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from scripts import intent_trace  # noqa: E402
+
+DATA = ROOT / "datasets"
 PAIR_KINDS = ["paraphrase", "negation", "value_change", "topic_shift", "unrelated"]
 CONV_KINDS = ["reworded_context", "irrelevant_turn", "small_talk", "entity_change", "detail_change", "intent_flip"]
 
@@ -40,11 +46,7 @@ def table(prefix: str, kinds: list[str]) -> str:
 def stream_stats() -> str:
     rows = load("stream.jsonl")
     intents = json.loads((DATA / "intents.json").read_text(encoding="utf-8"))
-    seen: set[str] = set()
-    repeats = 0
-    for r in rows:
-        repeats += r["prompt"] in seen
-        seen.add(r["prompt"])
+    repeats = intent_trace.repeats(rows)
     per_intent = Counter(r["intent"] for r in rows)
     twins = sum(1 for it in intents if it["twin_of"])
     domains = Counter(it["domain"] for it in intents)
@@ -52,7 +54,7 @@ def stream_stats() -> str:
     rare = sum(1 for v in per_intent.values() if v <= 2)
     return "\n".join(
         [
-            f"- lines: {len(rows)}; distinct prompts: {len(seen)}",
+            f"- lines: {len(rows)}; distinct prompts: {len(rows) - repeats}",
             f"- intents: {len(intents)} authored, {len(per_intent)} present in the trace, over {len(domains)} domains",
             f"- intents marked `twin_of`: {twins}",
             f"- byte-identical repeats of an earlier line: {repeats} ({repeats / len(rows):.1%})",

@@ -10,6 +10,7 @@ Source format, one file per domain (``<domain>.txt``)::
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 import re
@@ -156,7 +157,21 @@ def trace(order: list[str], weight: dict[str, float], wordings: dict[str, list[s
     return lines
 
 
-def write_jsonl(rows: list[dict], path: Path) -> None:
-    with path.open("w", encoding="utf-8") as fh:
-        for row in rows:
+def repeats(lines: list[dict]) -> int:
+    """Lines whose prompt is byte-identical to an earlier line's."""
+    return len(lines) - len({line["prompt"] for line in lines})
+
+
+def parse_args(doc: str, lines: int, seed: int) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=lines)
+    parser.add_argument("--seed", type=int, default=seed)
+    return parser.parse_args()
+
+
+def write(lines: list[dict], out: Path, compiled: list[dict], out_intents: Path) -> None:
+    """The trace as JSON lines to `out`, the compiled intents as one JSON array to `out_intents`."""
+    with out.open("w", encoding="utf-8") as fh:
+        for row in lines:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    out_intents.write_text(json.dumps(compiled, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

@@ -34,8 +34,6 @@ Usage: python scripts/make_stream.py [--lines 600] [--seed 7]
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 import sys
 from collections import Counter
@@ -77,25 +75,13 @@ def split(intents: list[dict], seed: int) -> dict[str, str]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--lines", type=int, default=N_LINES)
-    ap.add_argument("--seed", type=int, default=SEED)
-    args = ap.parse_args()
+    args = intent_trace.parse_args(__doc__, N_LINES, SEED)
     intents = load_intents()
     lines = build(intents, args.lines, args.seed)
-
-    intent_trace.write_jsonl(lines, OUT)
-    compiled = [
-        {"id": it["id"], "domain": it["domain"], "twin_of": it["twin_of"], "wordings": it["wordings"]}
-        for it in sorted(intents, key=lambda it: it["id"])
-    ]
-    OUT_INTENTS.write_text(json.dumps(compiled, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-
-    seen: set[str] = set()
-    repeats = 0
-    for row in lines:
-        repeats += row["prompt"] in seen
-        seen.add(row["prompt"])
+    compiled = [{"id": it["id"], "domain": it["domain"], "twin_of": it["twin_of"], "wordings": it["wordings"]}
+                for it in sorted(intents, key=lambda it: it["id"])]
+    intent_trace.write(lines, OUT, compiled, OUT_INTENTS)
+    repeats = intent_trace.repeats(lines)
     per_intent = Counter(r["intent"] for r in lines)
     twins = sum(1 for it in intents if it["twin_of"])
     print(f"{len(lines)} lines, {len(per_intent)} intents seen of {len(intents)}, twins {twins}")

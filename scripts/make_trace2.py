@@ -30,8 +30,6 @@ Usage: python scripts/make_trace2.py [--lines 800] [--seed 11]
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 import sys
 from collections import Counter
@@ -77,16 +75,11 @@ def compiled(intents: list[dict], seed: int) -> list[dict]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lines", type=int, default=N_LINES)
-    parser.add_argument("--seed", type=int, default=SEED)
-    args = parser.parse_args()
+    args = intent_trace.parse_args(__doc__, N_LINES, SEED)
     intents = load_intents()
     lines = build(intents, args.lines, args.seed)
-    intent_trace.write_jsonl(lines, OUT)
-    OUT_INTENTS.write_text(json.dumps(compiled(intents, args.seed), ensure_ascii=False, indent=1) + "\n",
-                           encoding="utf-8")
-    repeats = len(lines) - len({r["prompt"] for r in lines})
+    intent_trace.write(lines, OUT, compiled(intents, args.seed), OUT_INTENTS)
+    repeats = intent_trace.repeats(lines)
     per_part = Counter(r["part"] for r in lines)
     intents_per_part = Counter(p for p in split(intents, args.seed).values())
     print(f"{len(lines)} lines, {len(intents)} intents, twins {sum(1 for it in intents if it['twin_of'])}")

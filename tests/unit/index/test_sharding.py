@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,6 +15,7 @@ from index.policy import MatchPolicy
 from index.records import Verdict
 from index.sharding import Shard, shard_of
 from index.store import EntryStore, make_engine
+from support.caches import ANSWER, chat_body
 
 NAMESPACES = [f"{i:064x}" for i in range(4000)]
 
@@ -35,13 +35,6 @@ def test_shard_out_of_range_is_refused(index: int, count: int) -> None:
         Shard(index, count)
 
 
-def body(text: str) -> dict[str, Any]:
-    return {"model": "m", "messages": [{"role": "user", "content": text}]}
-
-
-ANSWER = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}
-
-
 def test_a_replica_indexes_and_serves_only_its_shard(tmp_path: Path) -> None:
     store = EntryStore(make_engine(f"sqlite:///{tmp_path / 'db.sqlite'}"))
     store.create_schema()
@@ -50,14 +43,14 @@ def test_a_replica_indexes_and_serves_only_its_shard(tmp_path: Path) -> None:
     ours, theirs = next(ns for ns in NAMESPACES if shard_of(ns, 2) == 0), next(
         ns for ns in NAMESPACES if shard_of(ns, 2) == 1)
     for ns in (ours, theirs):
-        writer.store_answer(build_key(ns, body("how do i reset my account password today")), ANSWER)
+        writer.store_answer(build_key(ns, chat_body("how do i reset my account password today")), ANSWER)
 
     replica = Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder,
                     CacheConfig(MatchPolicy(0.7), shard=Shard(0, 2)))
     assert Maintainer(replica, None).start().added == 1
     paraphrase = "how do i reset my account password now"
-    assert replica.lookup(build_key(ours, body(paraphrase))).verdict is Verdict.SEMANTIC_HIT
-    assert replica.lookup(build_key(theirs, body(paraphrase))).verdict is Verdict.MISS
+    assert replica.lookup(build_key(ours, chat_body(paraphrase))).verdict is Verdict.SEMANTIC_HIT
+    assert replica.lookup(build_key(theirs, chat_body(paraphrase))).verdict is Verdict.MISS
     # The exact tier and SQL still answer every namespace.
-    assert replica.lookup(build_key(theirs, body("how do i reset my account password today"))).verdict \
+    assert replica.lookup(build_key(theirs, chat_body("how do i reset my account password today"))).verdict \
         is Verdict.EXACT_HIT

@@ -7,43 +7,28 @@ from typing import Any
 
 import pytest
 
-from index.cache import Cache, CacheConfig
+from index.cache import Cache
 from index.embedder import HashEmbedder
-from index.exact import LruExactCache
-from index.hnsw import SemanticIndex
 from index.keys import build_key
 from index.maintenance import Maintainer
-from index.policy import MatchPolicy
 from index.snapshot import SnapshotDir
-from index.store import EntryStore, make_engine
+from support.caches import ANSWER, chat_body, sqlite_cache
 
 
 class OtherModel(HashEmbedder):
     model_id = "fake/another-model"
 
 
-def make_cache(db: Path, embedder: HashEmbedder | None = None) -> Cache:
-    embedder = embedder or HashEmbedder()
-    store = EntryStore(make_engine(f"sqlite:///{db}"))
-    store.create_schema()
-    return Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder, CacheConfig(MatchPolicy(0.7)))
-
-
-def body(text: str) -> dict[str, Any]:
-    return {"model": "m", "messages": [{"role": "user", "content": text}]}
-
-
-ANSWER = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}
 
 
 def store(cache: Cache, text: str) -> int:
-    entry_id = cache.store_answer(build_key("ns", body(text)), ANSWER)
+    entry_id = cache.store_answer(build_key("ns", chat_body(text)), ANSWER)
     assert entry_id is not None
     return entry_id
 
 
 def nearest(cache: Cache, text: str) -> int | None:
-    key = build_key("ns", body(text))
+    key = build_key("ns", chat_body(text))
     found = cache.index.search(cache.embedder.embed([key.prompt])[0], key.scope, k=1)
     return found[0].entry_id if found else None
 
@@ -51,7 +36,7 @@ def nearest(cache: Cache, text: str) -> int | None:
 @pytest.fixture
 def saved(tmp_path: Path) -> tuple[Path, SnapshotDir, dict[str, int]]:
     db, snapshot = tmp_path / "db.sqlite", SnapshotDir(tmp_path / "snapshot")
-    cache = make_cache(db)
+    cache = sqlite_cache(db)
     Maintainer(cache, None).start()
     ids = {t: store(cache, t) for t in ("reset my password", "cancel my plan", "export my invoices")}
     manifest = Maintainer(cache, None).save_snapshot(snapshot)
@@ -61,12 +46,12 @@ def saved(tmp_path: Path) -> tuple[Path, SnapshotDir, dict[str, int]]:
 
 def test_start_loads_the_snapshot_and_catches_up_from_sql(saved: tuple[Path, SnapshotDir, dict[str, int]]) -> None:
     db, snapshot, ids = saved
-    writer = make_cache(db)
+    writer = sqlite_cache(db)
     Maintainer(writer, None).start()
     later = store(writer, "delete my account")  # written after the snapshot
     Maintainer(writer, None).delete([ids["cancel my plan"]])  # deleted after the snapshot
 
-    cache = make_cache(db)
+    cache = sqlite_cache(db)
     report = Maintainer(cache, None).start(snapshot)
     assert report.from_snapshot and report.added == 1 and report.removed == 1
     assert nearest(cache, "reset my password") == ids["reset my password"]
@@ -101,7 +86,7 @@ def test_a_broken_snapshot_is_never_served_the_index_is_rebuilt(
 ) -> None:
     db, snapshot, ids = saved
     damage(snapshot)
-    cache = make_cache(db)
+    cache = sqlite_cache(db)
     report = Maintainer(cache, None).start(snapshot)
     assert not report.from_snapshot and report.added == 3
     assert all(nearest(cache, text) == entry_id for text, entry_id in ids.items())
@@ -109,7 +94,7 @@ def test_a_broken_snapshot_is_never_served_the_index_is_rebuilt(
 
 def test_a_snapshot_of_another_model_is_not_loaded(saved: tuple[Path, SnapshotDir, dict[str, int]]) -> None:
     db, snapshot, _ = saved
-    report = Maintainer(make_cache(db, OtherModel()), None).start(snapshot)
+    report = Maintainer(sqlite_cache(db, OtherModel()), None).start(snapshot)
     assert not report.from_snapshot
 
 
@@ -117,14 +102,14 @@ def test_a_snapshot_ahead_of_a_reset_database_is_not_loaded(
     saved: tuple[Path, SnapshotDir, dict[str, int]], tmp_path: Path
 ) -> None:
     _, snapshot, _ = saved
-    fresh = make_cache(tmp_path / "fresh.sqlite")
+    fresh = sqlite_cache(tmp_path / "fresh.sqlite")
     store(fresh, "only entry")
     report = Maintainer(fresh, None).start(snapshot)
     assert not report.from_snapshot and len(fresh.index) == 1
 
 
 def test_no_snapshot_means_a_rebuild(tmp_path: Path) -> None:
-    cache = make_cache(tmp_path / "db.sqlite")
+    cache = sqlite_cache(tmp_path / "db.sqlite")
     store(cache, "hello there friend")
-    report = Maintainer(make_cache(tmp_path / "db.sqlite"), None).start(SnapshotDir(tmp_path / "none"))
+    report = Maintainer(sqlite_cache(tmp_path / "db.sqlite"), None).start(SnapshotDir(tmp_path / "none"))
     assert not report.from_snapshot and report.added == 1

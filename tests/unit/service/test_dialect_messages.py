@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import anthropic
@@ -12,10 +11,12 @@ import pytest
 from index.keys import LookupMode, build_key, key_for
 from service.dialects import MESSAGES
 from service.errors import BadRequest
+from support.streams import fed
 from support.stub_dialects import MessagesApi
 
 BODY: dict[str, Any] = {"model": "claude-x", "max_tokens": 256, "system": "You are terse.",
                         "messages": [{"role": "user", "content": "How do I reset my password?"}]}
+PIECE = 7  # bytes per chunk of a relayed stream: chunks cut across events
 HEADERS = {"x-api-key": "sk-ant", "anthropic-version": "2023-06-01"}
 
 
@@ -102,17 +103,9 @@ def test_only_finished_answers_are_stored(stop: str, storable: bool) -> None:
     assert (MESSAGES.stored_answer(answer) is not None) is storable
 
 
-def _feed(events: Iterable[bytes], piece: int = 7) -> Any:
-    acc = MESSAGES.accumulator()
-    raw = b"".join(events)
-    for i in range(0, len(raw), piece):
-        acc.feed(raw[i:i + piece])
-    return acc
-
-
 def test_relayed_stream_rebuilds_the_non_stream_answer() -> None:
     api = MessagesApi()
-    acc = _feed(api.events(BODY, 1, "Open settings then reset.", "ok"))
+    acc = fed(MESSAGES, api.events(BODY, 1, "Open settings then reset.", "ok"), PIECE)
     assert acc.complete
     assert acc.answer() == api.answer(BODY, 1, "Open settings then reset.", "ok")
 
@@ -124,11 +117,11 @@ def test_relayed_stream_rebuilds_the_non_stream_answer() -> None:
 ])
 def test_cut_or_failed_streams_are_not_complete(trim: int, extra: list[bytes]) -> None:
     events = MessagesApi().events(BODY, 1, "Open settings then reset.", "ok")
-    assert not _feed(events[:len(events) - trim] + extra).complete
+    assert not fed(MESSAGES, events[:len(events) - trim] + extra, PIECE).complete
 
 
 def test_refused_stream_is_not_complete() -> None:
-    assert not _feed(MessagesApi().events(BODY, 1, "No.", "unfinished")).complete
+    assert not fed(MESSAGES, MessagesApi().events(BODY, 1, "No.", "unfinished"), PIECE).complete
 
 
 RICH: dict[str, Any] = {
@@ -165,7 +158,7 @@ def test_replay_is_parsed_by_the_official_sdk_into_the_stored_message() -> None:
 
 
 def test_replay_round_trips_through_the_accumulator() -> None:
-    acc = _feed(MESSAGES.replay(RICH, BODY), piece=11)
+    acc = fed(MESSAGES, MESSAGES.replay(RICH, BODY), 11)
     assert acc.complete and acc.answer() == RICH
 
 

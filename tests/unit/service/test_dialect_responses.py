@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import httpx2
@@ -12,9 +11,11 @@ import pytest
 from index.keys import LookupMode, build_key, key_for
 from service.dialects import RESPONSES
 from service.errors import BadRequest
+from support.streams import fed
 from support.stub_dialects import ResponsesApi
 
 BODY: dict[str, Any] = {"model": "gpt-5", "instructions": "Be terse.", "input": "How do I reset my password?"}
+PIECE = 9  # bytes per chunk of a relayed stream: chunks cut across events
 
 
 def key(body: dict[str, Any]) -> Any:
@@ -95,24 +96,16 @@ def test_only_completed_responses_are_stored(status: str, storable: bool) -> Non
     assert (RESPONSES.stored_answer(answer) is not None) is storable
 
 
-def _feed(events: Iterable[bytes], piece: int = 9) -> Any:
-    acc = RESPONSES.accumulator()
-    raw = b"".join(events)
-    for i in range(0, len(raw), piece):
-        acc.feed(raw[i:i + piece])
-    return acc
-
-
 def test_relayed_stream_keeps_the_completed_response() -> None:
     api = ResponsesApi()
-    acc = _feed(api.events(BODY, 3, "Open settings.", "ok"))
+    acc = fed(RESPONSES, api.events(BODY, 3, "Open settings.", "ok"), PIECE)
     assert acc.complete and acc.answer() == api.answer(BODY, 3, "Open settings.", "ok")
 
 
 def test_cut_or_incomplete_streams_are_not_complete() -> None:
     events = ResponsesApi().events(BODY, 3, "Open settings.", "ok")
-    assert not _feed(events[:-1]).complete
-    assert not _feed(ResponsesApi().events(BODY, 3, "Open settings.", "unfinished")).complete
+    assert not fed(RESPONSES, events[:-1], PIECE).complete
+    assert not fed(RESPONSES, ResponsesApi().events(BODY, 3, "Open settings.", "unfinished"), PIECE).complete
 
 
 RICH: dict[str, Any] = {
@@ -149,7 +142,7 @@ def test_replay_is_parsed_by_the_official_sdk_into_the_stored_response() -> None
 
 
 def test_replay_round_trips_through_the_accumulator() -> None:
-    acc = _feed(RESPONSES.replay(RICH, BODY))
+    acc = fed(RESPONSES, RESPONSES.replay(RICH, BODY), PIECE)
     assert acc.complete and acc.answer() == RICH
 
 

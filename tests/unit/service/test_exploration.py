@@ -65,12 +65,17 @@ def _explore_labels(gw: InProcessGateway) -> list[bool]:
     return [item.correct for item in gw.runtime.decisions.labeled() if item.source is LabelSource.EXPLORE]
 
 
+async def _store_then_judge(gw: InProcessGateway, p: float) -> None:
+    """Store one answer, then judge every candidate `p` (P(same)) with exploration's draw always 0."""
+    gw.runtime.cache.judge = FixedJudge(p)  # type: ignore[assignment]
+    gw.runtime.draw = lambda: 0.0
+    await gw.chat("how do i freeze my card")
+
+
 @pytest.mark.asyncio
 async def test_an_explored_hit_goes_upstream_and_is_labelled_in_the_background(tmp_path: Path) -> None:
     async with inprocess_gateway(tmp_path, decision="judge", explore_rate=1.0) as gw:
-        gw.runtime.cache.judge = FixedJudge(0.93)  # type: ignore[assignment]
-        gw.runtime.draw = lambda: 0.0
-        await gw.chat("how do i freeze my card")
+        await _store_then_judge(gw, 0.93)
         explored_response = await gw.chat("how do i freeze my card please")
         assert (explored_response.headers["x-deja-cache"], explored_response.headers["x-deja-veto"]) == (
             "miss", "explored")
@@ -82,9 +87,7 @@ async def test_an_explored_hit_goes_upstream_and_is_labelled_in_the_background(t
 @pytest.mark.asyncio
 async def test_a_sure_hit_is_served_and_an_unlucky_draw_serves_too(tmp_path: Path) -> None:
     async with inprocess_gateway(tmp_path, decision="judge", explore_rate=1.0) as gw:
-        gw.runtime.cache.judge = FixedJudge(0.99)  # type: ignore[assignment]
-        gw.runtime.draw = lambda: 0.0
-        await gw.chat("how do i freeze my card")
+        await _store_then_judge(gw, 0.99)
         assert (await gw.chat("how do i freeze my card please")).headers["x-deja-cache"] == "hit-semantic"
         gw.runtime.cache.judge = FixedJudge(0.93)  # type: ignore[assignment]
         gw.runtime.exploration = Exploration(rate=0.1)  # explores this hit with probability 0.35
