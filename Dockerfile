@@ -43,7 +43,8 @@ WORKDIR /home/deja
 # /data (DEJA_DATA_DIR) holds the SQLite file and the generated namespace secret when neither a database nor a
 # secret is configured; mount a volume there (compose does), and a new named volume starts out owned by `deja`.
 EXPOSE 8080
-# Start-up loads the model and rebuilds the HNSW index from SQL before /healthz answers: give it time.
+# Start-up loads the model and the HNSW index (snapshot, else a rebuild from SQL) before /readyz answers 200:
+# the healthcheck probes readiness, so the container is healthy only once it can serve. Give it time.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=300s --retries=3 \
-    CMD ["python", "-c", "import urllib.request as u; u.urlopen('http://127.0.0.1:8080/healthz', timeout=4)"]
+    CMD ["python", "-c", "import urllib.request as u; u.urlopen('http://127.0.0.1:8080/readyz', timeout=4)"]
 CMD ["deja", "serve", "--host", "0.0.0.0", "--port", "8080"]

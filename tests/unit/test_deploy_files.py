@@ -273,14 +273,14 @@ def test_published_port_exposed_port_and_healthchecks_match_the_serve_port() -> 
 
     assert [container for _host, container in published] == [port]
     assert exposed == [port]
-    assert all(f"127.0.0.1:{port}/healthz" in check for check in healthchecks)
+    assert all(f"127.0.0.1:{port}/readyz" in check for check in healthchecks)
 
 
-def test_healthz_is_a_route_of_the_app() -> None:
+def test_healthz_and_readyz_are_routes_of_the_app() -> None:
     from service.app import create_app
 
     paths = {getattr(route, "path", None) for route in create_app(Settings()).routes}
-    assert "/healthz" in paths
+    assert {"/healthz", "/readyz"} <= paths
 
 
 @pytest.mark.parametrize("name", ["gateway", "postgres", "redis"])
