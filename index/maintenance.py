@@ -13,7 +13,7 @@ from index.cache import Cache
 from index.errors import StoreUnavailable
 from index.hnsw import SemanticIndex
 from index.snapshot import Manifest, SnapshotDir
-from index.store import Tombstone
+from index.store import CountMark, Tombstone
 
 log = logging.getLogger("deja.maintenance")
 
@@ -33,10 +33,14 @@ class Maintainer:
     # Ids are allocated before commit, so an id below the watermark can still appear: re-check this window.
     RECENT_WINDOW_SECONDS = 10.0
 
-    def __init__(self, cache: Cache, max_entries: int | None, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, cache: Cache, max_entries: int | None, clock: Callable[[], float] = time.time,
+                 recount_seconds: float = 3600.0) -> None:
         self.cache = cache
         self.max_entries = max_entries
         self.clock = clock
+        self.recount_seconds = recount_seconds
+        self._count: CountMark | None = None
+        self._counted_at = 0.0
         self._tombstone_seq = 0
         self._touched: set[int] = set()
         self._lock = threading.Lock()
@@ -105,8 +109,18 @@ class Maintainer:
         except StoreUnavailable:
             log.warning("could not record %d hits", len(touched))
 
+    def entry_count(self) -> int:
+        """Entries in SQL, kept incrementally (see `Store.count_mark`); a full count only every
+        `recount_seconds`, which also corrects what the running count missed (ids that committed late)."""
+        now = self.clock()
+        if self._count is None or now - self._counted_at >= self.recount_seconds:
+            self._count, self._counted_at = self.cache.store.count_mark(), now
+        else:
+            self._count = self.cache.store.count_mark(self._count)
+        return self._count.total
+
     def evict(self) -> int:
-        ids = self.cache.store.eviction_candidates(self.clock(), self.max_entries)
+        ids = self.cache.store.eviction_candidates(self.clock(), self.max_entries, self.entry_count())
         if not ids:
             return 0
         self.forget(self.cache.store.delete(ids, self.clock()))

@@ -70,6 +70,9 @@ class Settings(BaseSettings):
     max_entries: int | None = Field(1_000_000, ge=1, description="Entry cap; least recently used are evicted")
     sync_interval_seconds: float = Field(0.5, gt=0, description="How often a replica catches up from SQL")
     evict_interval_seconds: float = Field(30.0, gt=0, description="How often TTL/LRU eviction runs")
+    recount_interval_seconds: float = Field(
+        3600.0, gt=0, description="How often eviction re-counts every entry; in between the count is kept "
+        "incrementally from new ids and tombstones")
     decision_log_floor: float = Field(
         DEFAULT_LOG_FLOOR, ge=-1.0, le=1.0, description="Log semantic decisions from this similarity")
     audit_rate: float = Field(0.01, ge=0.0, le=1.0, description="Share of semantic hits re-asked upstream")

@@ -49,6 +49,15 @@ class Reembedded:
 
 
 @dataclass(frozen=True)
+class CountMark:
+    """A running entry count and the entry id / tombstone sequence it covers."""
+
+    total: int
+    max_id: int
+    tombstone_seq: int
+
+
+@dataclass(frozen=True)
 class Tombstone:
     """A deleted entry, for replicas to forget it. `seq` orders tombstones (0 when not yet read back)."""
 
@@ -258,20 +267,40 @@ class EntryStore:
         return [IndexedVector(int(r.id), str(r.scope), np.frombuffer(r.vector, dtype=np.float32),
                               r.expires_at, str(r.embedding_model), str(r.namespace)) for r in rows]
 
-    def eviction_candidates(self, now: float, max_entries: int | None) -> list[int]:
-        """Expired entries, then the least recently used beyond `max_entries`."""
+    def eviction_candidates(self, now: float, max_entries: int | None, total: int) -> list[int]:
+        """Expired entries, then the least recently used beyond `max_entries` given `total` entries (a running
+        count, see `count_mark`): both queries walk an index and read only the rows they return."""
         last_used = func.coalesce(entries.c.last_hit_at, entries.c.created_at)
         with store_errors("select entries to evict"), self.engine.connect() as conn:
             expired = [int(i) for i in conn.execute(
                 select(entries.c.id).where(entries.c.expires_at <= now).limit(10_000)).scalars()]
-            total = int(conn.execute(select(func.count()).select_from(entries)).scalar_one()) - len(expired)
-            overflow = total - max_entries if max_entries is not None else 0
+            overflow = total - len(expired) - max_entries if max_entries is not None else 0
             lru: list[int] = []
             if overflow > 0:
                 query = (select(entries.c.id).where(entries.c.id.not_in(expired) if expired else true())
                          .order_by(last_used, entries.c.id).limit(overflow))
                 lru = [int(i) for i in conn.execute(query).scalars()]
         return expired + lru
+
+    def count_mark(self, base: CountMark | None = None) -> CountMark:
+        """The number of entries. Without `base` a full count; with one, `base` moved forward by the entries
+        inserted (ids above its watermark) and deleted (tombstones after its sequence, of entries it counted)
+        since: primary-key range scans whose cost is the change, not the table. Ids that commit late below the
+        watermark are missed until the next full count."""
+        with store_errors("count entries"), self.engine.connect() as conn:
+            max_id = int(conn.execute(select(func.coalesce(func.max(entries.c.id), 0))).scalar_one())
+            seq = int(conn.execute(select(func.coalesce(func.max(tombstones.c.seq), 0))).scalar_one())
+            if base is None:
+                total = int(conn.execute(select(func.count()).select_from(entries)).scalar_one())
+                return CountMark(total, max_id, seq)
+            max_id, seq = max(max_id, base.max_id), max(seq, base.tombstone_seq)
+            added = int(conn.execute(select(func.count()).select_from(entries).where(
+                entries.c.id > base.max_id, entries.c.id <= max_id)).scalar_one())
+            removed = int(conn.execute(select(func.count()).select_from(tombstones).where(
+                tombstones.c.seq > base.tombstone_seq, tombstones.c.seq <= seq,
+                # an entry inserted and deleted since `base` is in neither count
+                tombstones.c.entry_id <= base.max_id)).scalar_one())
+        return CountMark(max(0, base.total + added - removed), max_id, seq)
 
     def count(self) -> int:
         with store_errors("count entries"), self.engine.connect() as conn:

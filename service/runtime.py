@@ -129,7 +129,8 @@ class Runtime:
         self.cache = Cache(parts.exact or build_exact(settings), self.store, SemanticIndex(self.embedder.dim),
                            self.embedder, config,
                            self.stages, clock=self.clock, judge=judge)
-        self.maintainer = Maintainer(self.cache, settings.max_entries, clock=self.clock)
+        self.maintainer = Maintainer(self.cache, settings.max_entries, clock=self.clock,
+                                     recount_seconds=settings.recount_interval_seconds)
         self.decisions = DecisionLog(self.engine)
         self.thresholds = Thresholds(self.policy)
         self.upstream = build_upstream(settings, settings.upstream_url, parts.transport)
@@ -262,7 +263,7 @@ class Runtime:
                 wrong += tally["wrong"]
         self.metrics.false_hit_rate.set(wrong / judged if judged else 0.0)
         with contextlib.suppress(StoreUnavailable):
-            self.metrics.entries.set(self.store.count())
+            self.metrics.entries.set(self.maintainer.entry_count())
 
     async def _loop(self) -> None:
         await run_in_threadpool(self.load_index)
