@@ -197,7 +197,8 @@ def report(result: dict[str, object], many: int) -> str:
         if one and more and one["rps"] and one["p50_ms"]:
             lines.append(f"{scenario:<14} {many} vs 1 clients: req/s x{more['rps'] / one['rps']:.2f}, "
                          f"p50 x{more['p50_ms'] / one['p50_ms']:.2f}")
-    lines.append(f"embedder {result['embedder']}, DEJA_EMBED_THREADS={result['threads']}, "
+    lines.append(f"embedder {result['embedder']}, decision {result['decision']}, "
+                 f"DEJA_EMBED_THREADS={result['threads']}, "
                  f"upstream delay {result['upstream_delay_s']} s")
     lines.append(f"client's own limit (GET /healthz, {many} clients): {result['client_limit_rps']} req/s")
     return "\n".join(lines)
@@ -210,13 +211,16 @@ def main() -> None:
     parser.add_argument("--mix", action="store_true", help="one cell mixing misses, semantic and exact hits")
     parser.add_argument("--delay", type=float, default=0.05, help="stub upstream delay, seconds")
     parser.add_argument("--embedder", choices=["torch", "onnx"], default="torch")
+    parser.add_argument("--decision", choices=["threshold", "judge"], default="threshold",
+                        help="DEJA_DECISION; threshold serves the bench's paraphrase pairs deterministically")
     parser.add_argument("--threads", type=int, default=0, help="DEJA_EMBED_THREADS (0 = the cores)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, StubUpstream(delay=args.delay) as stub:
         env = {"DEJA_UPSTREAM_URL": stub.url, "DEJA_DATA_DIR": str(Path(tmp) / "gw"), "DEJA_LOG_LEVEL": "warning",
                "DEJA_EMBEDDER": args.embedder, "DEJA_AUDIT_RATE": "0",
-               "DEJA_EMBED_THREADS": str(args.threads)}
+               "DEJA_EMBED_THREADS": str(args.threads), "DEJA_DECISION": args.decision,
+               "DEJA_EXPLORE_RATE": "0"}
         gateway = GatewayProcess(env, Path(tmp) / "gw.log").start()
         try:
             result = asyncio.run(run(gateway.url, args.seconds, args.clients, args.mix))
@@ -231,7 +235,8 @@ def main() -> None:
                 print((Path(tmp) / "gw.log").read_text()[-4000:], file=sys.stderr)
         finally:
             gateway.stop()
-    result |= {"embedder": args.embedder, "threads": args.threads, "upstream_delay_s": args.delay}
+    result |= {"embedder": args.embedder, "decision": args.decision, "threads": args.threads,
+               "upstream_delay_s": args.delay}
     print(json.dumps(result, indent=1) if args.json else report(result, args.clients))
     cells = result["cells"]
     assert isinstance(cells, list)
