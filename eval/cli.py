@@ -31,10 +31,12 @@ from index.settings import Settings
 from index.stages import Stage, build_stages, parse_stage_names
 
 if TYPE_CHECKING:
-    from eval.learn import LearnConfig
+    from eval.learn import LearnConfig, LearnReport
+    from eval.replay import ReplayReport
     from eval.sweep import ScoredPair, SweepConfig, SweepReport
     from eval.tables import TableData
     from eval.traffic import TrafficReport
+    from eval.vcache import VCacheReport
 
 app = typer.Typer(help="Measure false hits and choose the similarity threshold from evidence.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -123,6 +125,20 @@ def _progress(description: str, total: int) -> Iterator[Callable[[int], None]]:
     with Progress(*columns, console=_err()) as bar:
         task = bar.add_task(description, total=total)
         yield lambda n: bar.advance(task, n)
+
+
+def _print_report(
+    report: ReplayReport | LearnReport | VCacheReport, as_json: bool, summary: str, data: TableData
+) -> None:
+    """`--json`: the report as JSON; otherwise a one-line summary over the table."""
+    from eval.report import to_json
+
+    if as_json:
+        typer.echo(to_json(report))
+        return
+    console = _out()
+    console.print(summary, markup=False)
+    _print_table(console, data)
 
 
 def _print_table(console: Console, data: TableData) -> None:
@@ -414,7 +430,6 @@ def replay(
     """Replay a request trace through the real cache pipeline against a stub upstream answering per intent."""
     from eval.embedding import MemoEmbedder, embed_unique, unique_texts
     from eval.replay import ReplayConfig, run_replay
-    from eval.report import to_json
     from eval.tables import replay_summary, replay_table
 
     name, requests = _trace(stream, clusters, part)
@@ -442,12 +457,7 @@ def replay(
     model = make_embedder(embedder)
     with _progress("embedding", len(unique_texts(r.prompt for r in requests))) as advance:
         report = run_replay(name, requests, model, config, advance)
-    if as_json:
-        typer.echo(to_json(report))
-        return
-    console = _out()
-    console.print(replay_summary(report), markup=False)
-    _print_table(console, replay_table(report))
+    _print_report(report, as_json, replay_summary(report), replay_table(report))
 
 
 def _budgets(spec: str | None, policy: MatchPolicy) -> tuple[float, ...]:
@@ -476,7 +486,6 @@ def _print_learn(name: str, requests: Sequence[StreamRequest], model: Embedder, 
                  as_json: bool) -> None:
     from eval.embedding import MemoEmbedder, embed_unique, unique_texts
     from eval.learn import run_learn
-    from eval.report import to_json
     from eval.tables import learn_table
     from index.judge import JudgeModelError, load_judge
 
@@ -487,14 +496,10 @@ def _print_learn(name: str, requests: Sequence[StreamRequest], model: Embedder, 
     with _progress("embedding", len(unique_texts(r.prompt for r in requests))) as advance:
         memo = MemoEmbedder(model, embed_unique(model, (r.prompt for r in requests), progress=advance))
     report = run_learn(name, requests, memo, prior, config)
-    if as_json:
-        typer.echo(to_json(report))
-        return
-    console = _out()
-    console.print(f"{name}: {len(requests)} requests · learn from the first {config.fraction:.0%} · budget "
-                  f"{config.max_false_hit_rate:g} · {report.refit} ({_label_counts(report.labels)}, "
-                  f"{report.labels_same} same)", markup=False)
-    _print_table(console, learn_table(report))
+    summary = (f"{name}: {len(requests)} requests · learn from the first {config.fraction:.0%} · budget "
+               f"{config.max_false_hit_rate:g} · {report.refit} ({_label_counts(report.labels)}, "
+               f"{report.labels_same} same)")
+    _print_report(report, as_json, summary, learn_table(report))
 
 
 def _label_counts(labels: dict[str, int]) -> str:
@@ -505,18 +510,13 @@ def _print_vcache(
     name: str, requests: Sequence[StreamRequest], model: Embedder, deltas: Sequence[float], seed: int,
     as_json: bool,
 ) -> None:
-    from eval.report import to_json
     from eval.tables import vcache_table
     from eval.vcache import run_vcache
 
     report = run_vcache(name, requests, model, deltas, seed)
-    if as_json:
-        typer.echo(to_json(report))
-        return
-    console = _out()
-    console.print(f"{name}: {report.requests} requests, {report.intents} intents · vCache baseline "
-                  f"(seed {seed}) · embedder {report.embedder}", markup=False)
-    _print_table(console, vcache_table(report.rows))
+    summary = (f"{name}: {report.requests} requests, {report.intents} intents · vCache baseline "
+               f"(seed {seed}) · embedder {report.embedder}")
+    _print_report(report, as_json, summary, vcache_table(report.rows))
 
 
 def _trace(stream: Path | None, clusters: Path | None, part: str | None) -> tuple[str, tuple[StreamRequest, ...]]:
