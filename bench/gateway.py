@@ -15,6 +15,7 @@ import httpx
 
 from bench.common import table, timed_ms
 from index.cache import Cache, CacheConfig
+from index.context_memo import ContextMemo
 from index.embedder import MiniLMEmbedder
 from index.exact import LruExactCache
 from index.guards import rule_stages
@@ -54,17 +55,26 @@ def in_process(tmp: Path, embedder: MiniLMEmbedder, repeat: int) -> list[tuple[s
     cache.store_answer(build_key("bench", body(PROMPT)), answer)
     exact_key, para_key = build_key("bench", body(PROMPT)), build_key("bench", body(PARAPHRASE))
     assert cache.lookup(para_key).verdict.value == "hit-semantic"
-    return [
+    conversation = build_key("bench", {"model": "bench", "messages": CONVERSATION_REWORDED})
+    cache.store_answer(build_key("bench", {"model": "bench", "messages": CONVERSATION}), answer)
+    assert cache.lookup(conversation).verdict.value == "hit-semantic"
+    rows = [
         ("embed one prompt (MiniLM)", timed_ms(lambda: embedder.embed([PARAPHRASE]), repeat)),
         ("in-process exact lookup", timed_ms(lambda: cache.lookup(exact_key), repeat)),
         ("in-process semantic lookup", timed_ms(lambda: cache.lookup(para_key), repeat)),
+        ("in-process conversation hit", timed_ms(lambda: cache.lookup(conversation), repeat)),
     ]
+    cache.context_memo = ContextMemo(0)  # every context embedded again, as before the memo
+    rows.append(("  same, context memo off", timed_ms(lambda: cache.lookup(conversation), repeat)))
+    return rows
 
 
 def over_http(tmp: Path, repeat: int, threads: int) -> list[tuple[str, list[float]]]:
     with StubUpstream() as stub:
         env = {"DEJA_UPSTREAM_URL": stub.url, "DEJA_DATA_DIR": str(tmp / "gw"), "DEJA_LOG_LEVEL": "warning",
-               "DEJA_EMBED_THREADS": str(threads)}
+               "DEJA_EMBED_THREADS": str(threads),
+               # as in-process: the threshold rule serves the bench's paraphrase (the judge may not)
+               "DEJA_DECISION": "threshold"}
         gateway = GatewayProcess(env, tmp / "gw.log").start()
         try:
             with httpx.Client(base_url=gateway.url, headers={"Authorization": "Bearer sk-bench"}) as client:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from index.context_memo import DEFAULT_CONTEXT_MEMO_SIZE, ContextMemo
 from index.conversation import context_stages
 from index.embedder import Embedder, combine
 from index.errors import Overloaded, StoreUnavailable
@@ -46,6 +47,8 @@ class CacheConfig:
     log_floor: float = DEFAULT_LOG_FLOOR
     # The namespaces whose semantic index this replica holds (all by default); see `index.sharding`.
     shard: Shard = field(default_factory=Shard)
+    # Context vectors memoised by exact text (`DEJA_CONTEXT_MEMO_SIZE`, 0 = off); see `index.context_memo`.
+    context_memo_size: int = DEFAULT_CONTEXT_MEMO_SIZE
 
 
 class Cache:
@@ -70,6 +73,7 @@ class Cache:
         self.config = config
         self.stages = tuple(stages)
         self.context_stages = context_stages(self.stages)
+        self.context_memo = ContextMemo(config.context_memo_size)
         self.clock = clock
         self.judge = judge
         if config.policy.judged and judge is None:
@@ -140,12 +144,25 @@ class Cache:
         return found
 
     def embed_request(self, key: CacheKey) -> QueryVectors:
-        """One embedding call per request: the last message, plus the relevant context for conversations."""
+        """One embedding call per request: the last message, plus the relevant context for conversations unless
+        its vector is memoised (the same context text was embedded or read from a stored entry before)."""
         if key.context_text is None:
             prompt = self.embedder.embed([key.prompt])[0]
             return QueryVectors(prompt, prompt, None)
-        prompt, context = self.embedder.embed([key.prompt, key.context_text or " "])
+        model, text = self.embedder.model_id, _context_input(key.context_text)
+        context = self.context_memo.get(model, text)
+        if context is None:
+            prompt, context = self.embedder.embed([key.prompt, text])
+            self.context_memo.put(model, text, context)
+        else:
+            prompt = self.embedder.embed([key.prompt])[0]
         return QueryVectors(combine(prompt, context), prompt, context)
+
+    def _remember_context(self, stored: StoredEntry) -> None:
+        """A candidate's stored context vector serves the next request with the same context text."""
+        if (stored.context_text is not None and stored.context_vector is not None
+                and stored.embedding_model == self.embedder.model_id):
+            self.context_memo.put(stored.embedding_model, _context_input(stored.context_text), stored.context_vector)
 
     def _semantic(self, key: CacheKey, policy: MatchPolicy, timings: dict[str, float], degraded: list[str]) -> Lookup:
         policy = policy.for_request(conversation=key.context_text is not None)
@@ -171,6 +188,7 @@ class Cache:
                 break
             if stored is None or self._expired(stored) or self._foreign_parts(stored):
                 continue
+            self._remember_context(stored)
             decision = decide(key.prompt, self._candidate(stored, neighbor.similarity, vectors), policy,
                               self.stages, key.context_text, self.context_stages)
             if best is None or decision.hit:
@@ -203,6 +221,7 @@ class Cache:
                 break
             if stored is None or self._expired(stored):
                 continue
+            self._remember_context(stored)
             c = self._candidate(stored, neighbor.similarity, vectors)
             entries.append(stored)
             offered.append(JudgedCandidate(c.entry_id, c.prompt, c.similarity, c.context, c.context_similarity))
@@ -282,3 +301,8 @@ class Cache:
 
     def _expired(self, stored: StoredEntry) -> bool:
         return stored.expires_at is not None and stored.expires_at <= self.clock()
+
+
+def _context_input(context_text: str) -> str:
+    """The text embedded for a conversation's context (an empty context embeds as one space)."""
+    return context_text or " "

@@ -11,6 +11,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from index.cache import DEFAULT_CANDIDATES, DEFAULT_LOG_FLOOR
+from index.context_memo import DEFAULT_CONTEXT_MEMO_SIZE
 from index.embedder import EmbedderBackend
 from index.explore import DEFAULT_EXPLORE_RATE
 from index.judge_rule import DEFAULT_JUDGE_CANDIDATES, DEFAULT_MAX_FALSE_HIT_RATE
@@ -70,6 +71,9 @@ class Settings(BaseSettings):
     max_entries: int | None = Field(1_000_000, ge=1, description="Entry cap; least recently used are evicted")
     sync_interval_seconds: float = Field(0.5, gt=0, description="How often a replica catches up from SQL")
     evict_interval_seconds: float = Field(30.0, gt=0, description="How often TTL/LRU eviction runs")
+    context_memo_size: int = Field(
+        DEFAULT_CONTEXT_MEMO_SIZE, ge=0, description="Conversation context vectors memoised by exact text (LRU); "
+        "0 = embed every context")
     recount_interval_seconds: float = Field(
         3600.0, gt=0, description="How often eviction re-counts every entry; in between the count is kept "
         "incrementally from new ids and tombstones")

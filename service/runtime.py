@@ -116,7 +116,7 @@ class Runtime:
         self._last_snapshot = time.monotonic()
         self.policy = build_policy(settings)
         config = CacheConfig(self.policy, settings.ttl_seconds, settings.candidates, settings.decision_log_floor,
-                             Shard(settings.shard, settings.shards))
+                             Shard(settings.shard, settings.shards), settings.context_memo_size)
         self.stages = build_stages(self.policy)
         # A judge that cannot load stops start-up with its reason (JudgeModelError), like a bad setting would.
         judge = load_judge(settings.judge_model) if self.policy.judged else None
