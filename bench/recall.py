@@ -31,7 +31,8 @@ EFS = (10, 16, 24, 32, 48, 64, 96, 128, 256)
 
 
 def questions(entries: int, queries: int) -> tuple[list[str], list[str]]:
-    """Up to `entries` distinct stored questions and `queries` held-out ones (duplicates of stored ones first)."""
+    """Up to `entries` distinct stored questions and `queries` held-out ones: duplicates of stored questions
+    first, then other questions. Stored are the pairs' first questions, then second ones not held out."""
     with tarfile.open(QQP) as tar:
         member = next(m for m in tar.getmembers() if m.name.endswith(".json"))
         extracted = tar.extractfile(member)
@@ -39,17 +40,22 @@ def questions(entries: int, queries: int) -> tuple[list[str], list[str]]:
         rows = json.load(io.TextIOWrapper(extracted, encoding="utf-8"))
     stored: dict[str, None] = {}
     duplicates: dict[str, None] = {}
-    others: dict[str, None] = {}
     for row in rows:
-        a, b = row["text_a"], row["text_b"]
-        if len(stored) < entries:
-            stored.setdefault(a)
-            if b not in stored:
-                (duplicates if row["label"] == 1 else others).setdefault(b)
-        elif a not in stored:
-            others.setdefault(a)
-    held_out = [q for q in [*duplicates, *others] if q not in stored]
-    return list(stored), held_out[:queries]
+        if len(stored) >= entries:
+            break
+        stored.setdefault(row["text_a"])
+        if row["label"] == 1:
+            duplicates.setdefault(row["text_b"])
+    held = [q for q in duplicates if q not in stored][:queries]
+    held_set = set(held)
+    for row in rows:
+        text = row["text_b"]
+        if len(held) < queries and text not in stored and text not in held_set:
+            held.append(text)
+            held_set.add(text)
+        elif len(stored) < entries and text not in held_set:
+            stored.setdefault(text)
+    return list(stored), held
 
 
 def embed(texts: list[str], budget_s: float, batch: int = 256) -> Vector:
@@ -92,7 +98,8 @@ def main() -> None:
     t0 = time.monotonic()
     index.add_many(list(range(1, len(vectors) + 1)), ["scope"] * len(vectors), vectors)
     build_s = time.monotonic() - t0
-    truth = np.argmax(query_vectors @ vectors.T, axis=1) + 1  # brute force: exact cosine top 1
+    # Brute force: the exact top-1 cosine. A neighbour as similar (a duplicate stored text) counts as found.
+    truth = np.max(query_vectors @ vectors.T, axis=1)
 
     rows = []
     for ef in EFS:
@@ -100,9 +107,9 @@ def main() -> None:
         found, times = [], []
         for query in query_vectors:
             t = time.perf_counter()
-            found.append(index.search(query, "scope", k=1)[0].entry_id)
+            found.append(index.search(query, "scope", k=1)[0].similarity)
             times.append((time.perf_counter() - t) * 1000)
-        recall = float(np.mean(np.asarray(found) == truth))
+        recall = float(np.mean(np.asarray(found) >= truth - 1e-5))
         rows.append({"ef": ef, "recall_at_1": recall, "p50_ms": statistics.median(times), "p99_ms": p(times, 0.99)})
 
     result = {"entries": len(vectors), "queries": len(query_vectors), "embedder": Settings().embedder.value,

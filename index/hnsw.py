@@ -28,7 +28,9 @@ class HnswParams:
 
     m: int = 16
     ef_construction: int = 200
-    ef_search: int = 64
+    # From `bench.recall` (100,000 real QQP prompt embeddings, 1,000 held-out queries): recall@1 vs brute force
+    # 0.998 at ef 32, 0.999 at 64, 1.000 from 96, at 0.19 ms p50 per search (README "Benchmarks").
+    ef_search: int = 96
     initial_capacity: int = 1024
     exact_scan_below: int = 2048
     scan_cache_rows: int = 262_144
