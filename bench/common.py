@@ -2,9 +2,27 @@
 
 from __future__ import annotations
 
+import io
+import json
 import statistics
+import tarfile
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+# GPTCache's QQP duplicate pairs, read from ../shared at run time (non-commercial: benchmarks only, never shipped).
+QQP = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "gptcache_similar_qqp" / "similiar_qqp_full.json.gz"
+
+
+def qqp_rows() -> list[dict[str, Any]]:
+    """The QQP pair rows (`text_a`, `text_b`, `label`) from the shared archive."""
+    with tarfile.open(QQP) as tar:
+        member = next(m for m in tar.getmembers() if m.name.endswith(".json"))
+        extracted = tar.extractfile(member)
+        assert extracted is not None
+        rows: list[dict[str, Any]] = json.load(io.TextIOWrapper(extracted, encoding="utf-8"))
+    return rows
 
 
 def timed_ms(fn: Callable[[], object], repeat: int, warmup: int = 3) -> list[float]:

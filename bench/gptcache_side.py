@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import io
 import json
 import statistics
 import sys
-import tarfile
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import p, timed_ms
+from bench.common import p, qqp_rows, timed_ms
 from index.cache import Cache, CacheConfig
 from index.embedder import Embedder, MiniLMEmbedder, OnnxMiniLMEmbedder, Vector
 from index.exact import LruExactCache
@@ -31,17 +29,12 @@ from index.policy import MatchPolicy
 from index.records import QueryVectors, Verdict
 from index.store import EntryStore, make_engine
 
-QQP = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "gptcache_similar_qqp" / "similiar_qqp_full.json.gz"
 ANSWER = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "cached"}, "finish_reason": "stop"}]}
 
 
 def load_pairs(n: int) -> tuple[list[str], list[tuple[str, str]]]:
     """`n` distinct stored questions, and (stored, duplicate) pairs among them."""
-    with tarfile.open(QQP) as tar:
-        member = next(m for m in tar.getmembers() if m.name.endswith(".json"))
-        extracted = tar.extractfile(member)
-        assert extracted is not None
-        rows = json.load(io.TextIOWrapper(extracted, encoding="utf-8"))
+    rows = qqp_rows()
     stored: dict[str, None] = {}
     duplicates: list[tuple[str, str]] = []
     for row in rows:

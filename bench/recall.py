@@ -12,32 +12,25 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import io
 import json
 import statistics
-import tarfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from bench.common import p
+from bench.common import p, qqp_rows
 from index.embedder import Vector, make_embedder
 from index.hnsw import HnswParams, SemanticIndex
 from index.settings import Settings
 
-QQP = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "gptcache_similar_qqp" / "similiar_qqp_full.json.gz"
 EFS = (10, 16, 24, 32, 48, 64, 96, 128, 256)
 
 
 def questions(entries: int, queries: int) -> tuple[list[str], list[str]]:
     """Up to `entries` distinct stored questions and `queries` held-out ones: duplicates of stored questions
     first, then other questions. Stored are the pairs' first questions, then second ones not held out."""
-    with tarfile.open(QQP) as tar:
-        member = next(m for m in tar.getmembers() if m.name.endswith(".json"))
-        extracted = tar.extractfile(member)
-        assert extracted is not None
-        rows = json.load(io.TextIOWrapper(extracted, encoding="utf-8"))
+    rows = qqp_rows()
     stored: dict[str, None] = {}
     duplicates: dict[str, None] = {}
     for row in rows:

@@ -182,13 +182,11 @@ class Cache:
             if neighbor.similarity < floor or (best is not None and neighbor.similarity < policy.min_similarity):
                 break
             try:
-                stored = self.store.get(neighbor.entry_id)
+                stored = self._read_candidate(neighbor.entry_id, degraded)
             except StoreUnavailable:
-                degraded.append("store")
                 break
-            if stored is None or self._expired(stored) or self._foreign_parts(stored):
+            if stored is None:
                 continue
-            self._remember_context(stored)
             decision = decide(key.prompt, self._candidate(stored, neighbor.similarity, vectors), policy,
                               self.stages, key.context_text, self.context_stages)
             if best is None or decision.hit:
@@ -215,13 +213,11 @@ class Cache:
             if neighbor.similarity < policy.min_similarity or len(offered) >= policy.judge_candidates:
                 break
             try:
-                stored = self.store.get(neighbor.entry_id)
+                stored = self._read_candidate(neighbor.entry_id, degraded)
             except StoreUnavailable:
-                degraded.append("store")
                 break
-            if stored is None or self._expired(stored):
+            if stored is None:
                 continue
-            self._remember_context(stored)
             c = self._candidate(stored, neighbor.similarity, vectors)
             entries.append(stored)
             offered.append(JudgedCandidate(c.entry_id, c.prompt, c.similarity, c.context, c.context_similarity))
@@ -241,6 +237,19 @@ class Cache:
         hit = CachedResponse(stored.entry_id, stored.response, stored.created_at) if judgement.hit else None
         return Lookup(Verdict.SEMANTIC_HIT if hit else Verdict.MISS, hit, similarity, decision, stored.prompt,
                       stored.entry_id, vectors, timings, tuple(degraded), candidate_response=stored.response)
+
+    def _read_candidate(self, entry_id: int, degraded: list[str]) -> StoredEntry | None:
+        """The entry behind a neighbour if this replica may serve it (present, fresh, comparable parts), else
+        None. A failed store read is noted in `degraded` and re-raised so the caller stops reading."""
+        try:
+            stored = self.store.get(entry_id)
+        except StoreUnavailable:
+            degraded.append("store")
+            raise
+        if stored is None or self._expired(stored) or self._foreign_parts(stored):
+            return None
+        self._remember_context(stored)
+        return stored
 
     def _foreign_parts(self, stored: StoredEntry) -> bool:
         """A conversation re-embedded for another model since it was indexed: its part vectors cannot be
