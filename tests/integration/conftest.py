@@ -42,8 +42,10 @@ def base_env(stub: StubUpstream, data_dir: Path) -> dict[str, str]:
         # These suites pin the gateway's machinery with the cosine rule, whose hits follow from the threshold;
         # the judge (the default decision) has its own suite, tests/integration/test_judge_gateway.py.
         "DEJA_DECISION": "threshold",
-        # Exploration sends a random share of judge hits upstream; its tests set it themselves.
+        # Exploration and audits send a random share of hits upstream in the background, where they land on the
+        # session's shared stub during a later test and break its call counts; their tests set them themselves.
         "DEJA_EXPLORE_RATE": "0",
+        "DEJA_AUDIT_RATE": "0",
     }
 
 
