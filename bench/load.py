@@ -4,6 +4,7 @@ response is checked: errors, 5xx and unexpected verdicts are counted (a load run
 
     .venv/bin/python -m bench.load [--seconds 6] [--clients 32] [--json]
     .venv/bin/python -m bench.load --clients 30 --mix --seconds 20   # hits and misses mixed, 30 clients
+    .venv/bin/python -m bench.load --only miss --profile /tmp/miss.txt  # py-spy samples of the gateway
 """
 
 from __future__ import annotations
@@ -162,7 +163,7 @@ async def seed(client: httpx.AsyncClient, key: str) -> None:
         r.raise_for_status()
 
 
-async def run(url: str, seconds: float, many: int, mix: bool) -> dict[str, object]:
+async def run(url: str, seconds: float, many: int, mix: bool, only: str | None = None) -> dict[str, object]:
     rng = random.Random(7)
     limits = httpx.Limits(max_connections=many + 4, max_keepalive_connections=many + 4)
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
@@ -174,6 +175,8 @@ async def run(url: str, seconds: float, many: int, mix: bool) -> dict[str, objec
             "semantic hit": lambda: (key, next(paraphrases)),
             "exact hit": lambda: (key, next(stored)),
         }
+        if only is not None:
+            scenarios = {only: scenarios[only]}
         if mix:  # a third each, shuffled per request
             kinds = list(scenarios.values())
             scenarios = {"mixed": lambda: rng.choice(kinds)()}
@@ -204,6 +207,34 @@ def report(result: dict[str, object], many: int) -> str:
     return "\n".join(lines)
 
 
+def start_profile(gateway: GatewayProcess, out: Path) -> subprocess.Popen[bytes]:
+    """py-spy sampling every thread of the gateway process (needs ptrace rights over it) until stopped."""
+    py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    return subprocess.Popen([py_spy, "record", "--pid", str(gateway.pid), "--format", "raw", "--output", str(out),
+                             "--rate", "200", "--threads", "--nonblocking"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop_profile(profiler: subprocess.Popen[bytes], out: Path, top: int = 25) -> None:
+    profiler.send_signal(2)  # SIGINT: py-spy writes its file and exits
+    profiler.wait(60)
+    print(hottest(out.read_text(), top), file=sys.stderr)
+
+
+def hottest(folded: str, top: int) -> str:
+    """Share of samples in which each function is on the stack (inclusive), from folded stacks."""
+    total, inclusive = 0, Counter[str]()
+    for line in folded.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        total += int(count)
+        for frame in set(stack.split(";")):
+            inclusive[frame] += int(count)
+    rows = [f"{n / total:6.1%}  {frame}" for frame, n in inclusive.most_common(top)] if total else []
+    return "\n".join([f"py-spy: {total} samples, inclusive share per frame", *rows])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=6.0, help="duration of each cell")
@@ -214,6 +245,9 @@ def main() -> None:
     parser.add_argument("--decision", choices=["threshold", "judge"], default="threshold",
                         help="DEJA_DECISION; threshold serves the bench's paraphrase pairs deterministically")
     parser.add_argument("--threads", type=int, default=0, help="DEJA_EMBED_THREADS (0 = the cores)")
+    parser.add_argument("--only", choices=["miss", "semantic hit", "exact hit"], help="one scenario only")
+    parser.add_argument("--profile", type=Path, help="py-spy samples of the gateway over the run, folded stacks "
+                        "(flamegraph input) to this file; a summary of the hottest frames to stderr")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, StubUpstream(delay=args.delay) as stub:
@@ -222,9 +256,12 @@ def main() -> None:
                "DEJA_EMBED_THREADS": str(args.threads), "DEJA_DECISION": args.decision,
                "DEJA_EXPLORE_RATE": "0"}
         gateway = GatewayProcess(env, Path(tmp) / "gw.log").start()
+        profiler = start_profile(gateway, args.profile) if args.profile else None
         try:
-            result = asyncio.run(run(gateway.url, args.seconds, args.clients, args.mix))
-            if not args.mix:  # exact hits again, driven by a C client (the stored prompts are seeded by now)
+            result = asyncio.run(run(gateway.url, args.seconds, args.clients, args.mix, args.only))
+            if profiler is not None:
+                stop_profile(profiler, args.profile)
+            if not args.mix and args.only in (None, "exact hit"):  # exact hits again, driven by a C client (the stored prompts are seeded by now)
                 for clients in (1, args.clients):
                     measured = ab_exact(gateway.url, KEY, PAIRS[0][0], clients, 3000 if clients == 1 else 20000)
                     if measured is not None:
