@@ -261,7 +261,8 @@ def main() -> None:
             result = asyncio.run(run(gateway.url, args.seconds, args.clients, args.mix, args.only))
             if profiler is not None:
                 stop_profile(profiler, args.profile)
-            if not args.mix and args.only in (None, "exact hit"):  # exact hits again, driven by a C client (the stored prompts are seeded by now)
+            # exact hits again, driven by a C client (the stored prompts are seeded by now)
+            if not args.mix and args.only in (None, "exact hit"):
                 for clients in (1, args.clients):
                     measured = ab_exact(gateway.url, KEY, PAIRS[0][0], clients, 3000 if clients == 1 else 20000)
                     if measured is not None:
