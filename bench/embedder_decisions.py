@@ -4,6 +4,8 @@ by side in one run, with every pair whose decision flips listed.
 
     .venv/bin/python -m bench.embedder_decisions [--datasets datasets/pairs-dev.jsonl,datasets/conv-dev.jsonl]
 
+The judge column offers every comparable pair to the judge as one candidate (multi-turn pairs with their context
+features); `eval sweep` sends multi-turn pairs through the conversation rule instead, so its counts differ there.
 `python -m eval replay --stream datasets/trace2.jsonl --part dev --embedder minilm|minilm-onnx` gives the trace
 side (README, "Embedder backends").
 """
