@@ -147,3 +147,20 @@ async def test_cache_control_opts_out_of_coalescing(gw: InProcessGateway, direct
                                                 headers={"Cache-Control": directive}),
                              arrived=lambda gw: len(gw.upstream.requests) >= BURST)
     assert gw.upstream.chat_calls == BURST and "hit-coalesced" not in verdicts(responses)
+
+
+@pytest.mark.asyncio
+async def test_a_follower_that_waits_past_its_timeout_gets_a_504(tmp_path: Path) -> None:
+    # The timeout is the upstream read timeout, shortened so the follower gives up while the leader is held.
+    async with inprocess_gateway(tmp_path, upstream_read_timeout=0.2) as gw:
+        gw.upstream.gate = asyncio.Event()
+        leader = asyncio.ensure_future(gw.chat("what is the capital of ecuador"))
+        for _ in range(2000):
+            if len(gw.gateway.flights) == 1:  # the leader is upstream
+                break
+            await asyncio.sleep(0.005)
+        follower = await gw.chat("what is the capital of ecuador")
+        gw.upstream.gate.set()
+        assert (follower.status_code, follower.headers["x-deja-cache"]) == (504, "error")
+        assert "identical request in flight" in follower.json()["error"]["message"]
+        assert (await leader).headers["x-deja-cache"] == "miss" and gw.upstream.chat_calls == 1
