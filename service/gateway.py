@@ -66,8 +66,9 @@ class Exchange:
 
     @property
     def coalesces(self) -> bool:
-        """Whether it may share an identical request's trip upstream; `no-cache` and `no-store` opt out."""
-        return self.storable and self.directives.lookup
+        """Whether it may share an identical request's trip upstream; `no-cache`, `no-store` and `max-age=0`
+        (nothing may be served from the cache) opt out."""
+        return self.storable and self.directives.lookup and self.directives.max_age != 0
 
     @property
     def forward_verdict(self) -> Verdict:

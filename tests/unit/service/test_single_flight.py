@@ -141,7 +141,7 @@ async def test_an_upstream_error_is_not_shared_the_followers_go_upstream_themsel
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("directive", ["no-cache", "no-store"])
+@pytest.mark.parametrize("directive", ["no-cache", "no-store", "max-age=0"])
 async def test_cache_control_opts_out_of_coalescing(gw: InProcessGateway, directive: str) -> None:
     responses = await burst(gw, lambda: gw.chat("what is the capital of bolivia",
                                                 headers={"Cache-Control": directive}),
