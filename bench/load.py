@@ -29,6 +29,7 @@ from pathlib import Path
 import httpx
 
 from bench.common import p
+from bench.raw_client import raw_exact
 from support.services import GatewayProcess
 from support.stub_upstream import StubUpstream
 
@@ -180,7 +181,7 @@ async def run(url: str, seconds: float, many: int, mix: bool, only: str | None =
         if mix:  # a third each, shuffled per request
             kinds = list(scenarios.values())
             scenarios = {"mixed": lambda: rng.choice(kinds)()}
-        await run_cell(client, "warm-up", 4, min(2.0, seconds), scenarios["miss" if not mix else "mixed"])
+        await run_cell(client, "warm-up", 4, min(2.0, seconds), next(iter(scenarios.values())))
         cells = [await run_cell(client, name, clients, seconds, make)
                  for name, make in scenarios.items() for clients in ((many,) if mix else (1, many))]
         limit = await client_limit(client, many, min(seconds, 3.0))
@@ -195,7 +196,7 @@ def report(result: dict[str, object], many: int) -> str:
         lines.append(f"{c['scenario']:<14}{c['clients']:>8}{c['rps']:>9}{c['p50_ms']:>9}{c['p99_ms']:>9}"
                      f"{c['errors']:>8}{c['5xx']:>6}  {c['verdicts']}")
     by = {(c["scenario"], c["clients"]): c for c in cells}
-    for scenario in ("miss", "semantic hit", "exact hit", "exact hit (ab)"):
+    for scenario in ("miss", "semantic hit", "exact hit", "exact hit (ab)", "exact hit (raw)"):
         one, more = by.get((scenario, 1)), by.get((scenario, many))
         if one and more and one["rps"] and one["p50_ms"]:
             lines.append(f"{scenario:<14} {many} vs 1 clients: req/s x{more['rps'] / one['rps']:.2f}, "
@@ -259,14 +260,15 @@ def main() -> None:
         profiler = start_profile(gateway, args.profile) if args.profile else None
         try:
             result = asyncio.run(run(gateway.url, args.seconds, args.clients, args.mix, args.only))
-            if profiler is not None:
-                stop_profile(profiler, args.profile)
             # exact hits again, driven by a C client (the stored prompts are seeded by now)
             if not args.mix and args.only in (None, "exact hit"):
                 for clients in (1, args.clients):
                     measured = ab_exact(gateway.url, KEY, PAIRS[0][0], clients, 3000 if clients == 1 else 20000)
-                    if measured is not None:
-                        result["cells"].append(measured)  # type: ignore[attr-defined]
+                    if measured is None:  # no ApacheBench: the raw keep-alive client (bench/raw_client.py)
+                        measured = asyncio.run(raw_exact(gateway.url, KEY, PAIRS[0][0], clients, args.seconds))
+                    result["cells"].append(measured)  # type: ignore[attr-defined]
+            if profiler is not None:
+                stop_profile(profiler, args.profile)
             cells = result["cells"]
             assert isinstance(cells, list)
             if any(c["errors"] or c["5xx"] for c in cells):

@@ -24,6 +24,7 @@ from starlette.concurrency import run_in_threadpool
 
 from index import jsonio
 from index.decision_log import DecisionRecord, LabelSource
+from index.exact import LruExactCache
 from index.explore import Exploration
 from index.judge_rule import JUDGE_STAGE
 from index.keys import CacheKey, LookupMode, key_for
@@ -108,7 +109,9 @@ class Gateway:
         lookup = Lookup(Verdict.BYPASS)
         if exchange.key.mode is not LookupMode.BYPASS and exchange.directives.lookup:
             policy = self.rt.thresholds.policy_for(exchange.key.namespace)
-            lookup = self._explore(await run_in_threadpool(self.cache.lookup, exchange.key, policy), policy)
+            inline = self._inline_exact(exchange.key)
+            found = inline if inline is not None else await run_in_threadpool(self.cache.lookup, exchange.key, policy)
+            lookup = self._explore(found, policy)
             self._observe_lookup(exchange, lookup, policy.min_similarity)
             served = self._servable(exchange, lookup.response)
             if lookup.response is not None and served is not None:
@@ -165,6 +168,19 @@ class Gateway:
         if namespace is None:  # never file an answer under "nobody": every such caller would share it
             key = dataclasses.replace(key, mode=LookupMode.BYPASS, mode_reason=NO_CREDENTIAL)
         return Exchange(uuid.uuid4().hex, dialect, raw, body, key, directives, dict(request.headers), started)
+
+    def _inline_exact(self, key: CacheKey) -> Lookup | None:
+        """An exact hit in the in-process tier, read on the event loop: it never blocks, and the hop to the
+        thread pool was the largest share of an exact hit's time under load (py-spy, bench.load). Anything else
+        (Redis, SQL, the semantic tier) goes through `Cache.lookup` on the pool."""
+        if not isinstance(self.cache.exact, LruExactCache):
+            return None
+        started = time.perf_counter()
+        hit = self.cache.exact.get(key.exact)
+        if hit is None:
+            return None
+        return Lookup(Verdict.EXACT_HIT, hit, similarity=1.0,
+                      timings_ms={"exact": (time.perf_counter() - started) * 1000})
 
     def _explore(self, lookup: Lookup, policy: MatchPolicy) -> Lookup:
         """Judge mode: a would-be hit just above the bar may go upstream instead, to be labelled."""
