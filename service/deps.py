@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -13,14 +12,11 @@ from index.hnsw import SemanticIndex
 from index.maintenance import Maintainer
 from index.settings import Settings
 from index.store import EntryStore
+from service.admin_auth import check_admin, check_metrics
 from service.credentials import namespace_of
-from service.errors import Unauthorized
 from service.gateway import Gateway
 from service.metrics import Metrics
-from service.requests import bearer_token
 from service.runtime import Runtime
-
-ADMIN_COOKIE = "deja_admin"  # set by the labelling page, read by `require_admin`
 
 
 def _runtime(request: Request) -> Runtime:
@@ -77,14 +73,10 @@ MetricsDep = Annotated[Metrics, Depends(_metrics)]
 NamespaceDep = Annotated[str | None, Depends(_namespace)]
 
 
-def is_admin_token(settings: Settings, given: str) -> bool:
-    """Constant-time check of `given` against the configured admin token (none configured: nobody is admin)."""
-    expected = settings.admin_token.get_secret_value() if settings.admin_token else ""
-    return bool(expected) and hmac.compare_digest(given.encode(), expected.encode())
+def require_admin(request: Request, rt: RuntimeDep) -> None:
+    """The admin token as a bearer header, or a label-page session (with its CSRF token to change state)."""
+    check_admin(request, rt.settings, rt.clock())
 
 
-def require_admin(request: Request, settings: SettingsDep) -> None:
-    """The admin token as a bearer header or as the labelling page's cookie."""
-    given = bearer_token(request.headers.get("authorization")) or request.cookies.get(ADMIN_COOKIE) or ""
-    if not is_admin_token(settings, given):
-        raise Unauthorized("A valid admin bearer token is required.")
+def require_metrics(request: Request, settings: SettingsDep) -> None:
+    check_metrics(request, settings)
