@@ -8,6 +8,7 @@ from fastapi import Depends, Request
 from starlette.concurrency import run_in_threadpool
 
 from index.decision_log import DecisionLog
+from index.forgetting import Forgetting
 from index.hnsw import SemanticIndex
 from index.maintenance import Maintainer
 from index.settings import Settings
@@ -59,6 +60,12 @@ def _maintainer(rt: RuntimeDep) -> Maintainer:
     return rt.maintainer
 
 
+async def _forgetting(rt: RuntimeDep) -> Forgetting:
+    """Forgetting with every buffered decision written first, so what an invalidation covers is in SQL."""
+    await run_in_threadpool(rt.flush_decisions)
+    return rt.forgetting
+
+
 def _metrics(rt: RuntimeDep) -> Metrics:
     return rt.metrics
 
@@ -69,6 +76,7 @@ DecisionLogDep = Annotated[DecisionLog, Depends(_decisions)]
 EntryStoreDep = Annotated[EntryStore, Depends(_entries)]
 IndexDep = Annotated[SemanticIndex, Depends(_index)]
 MaintainerDep = Annotated[Maintainer, Depends(_maintainer)]
+ForgettingDep = Annotated[Forgetting, Depends(_forgetting)]
 MetricsDep = Annotated[Metrics, Depends(_metrics)]
 NamespaceDep = Annotated[str | None, Depends(_namespace)]
 

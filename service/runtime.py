@@ -24,6 +24,7 @@ from index.embedder import Embedder, make_embedder
 from index.errors import StoreUnavailable
 from index.exact import ExactCache, LruExactCache, RedisExactCache
 from index.explore import Exploration
+from index.forgetting import Forgetting, Retention
 from index.hnsw import SemanticIndex
 from index.judge import JudgeModelError, load_judge
 from index.judge_store import JudgeStore
@@ -132,6 +133,8 @@ class Runtime:
         self.maintainer = Maintainer(self.cache, settings.max_entries, clock=self.clock,
                                      recount_seconds=settings.recount_interval_seconds)
         self.decisions = DecisionLog(self.engine)
+        retention = Retention(settings.decision_log_days, settings.label_days, settings.tombstone_days)
+        self.forgetting = Forgetting(self.engine, self.maintainer, retention, self.clock)
         self.thresholds = Thresholds(self.policy)
         self.upstream = build_upstream(settings, settings.upstream_url, parts.transport)
         self.anthropic_upstream = build_upstream(settings, settings.anthropic_upstream_url, parts.transport)
@@ -211,6 +214,7 @@ class Runtime:
         self.maintainer.sync()
         if evict:
             self.metrics.evictions.inc(self.maintainer.evict())
+            self.forgetting.sweep()
             self._label_metrics()
             if self.policy.judged:
                 self.cache.histories = self.decisions.entry_histories()
