@@ -23,12 +23,13 @@ from rich.table import Table
 from eval.datasets import DatasetError, DatasetFormat, StreamRequest, load_clusters, load_pairs, load_stream
 from eval.embedding import EmbedderName, make_embedder
 from eval.thresholds import parse_thresholds
-from index.embedder import Embedder
+from index.embedding.embedder import Embedder
 from index.errors import StageUnavailable, StoreUnavailable
-from index.judge import Judge
-from index.policy import DecisionMode, MatchPolicy, build_policy
+from index.guards.registry import build_stages
+from index.guards.stages import Stage, parse_stage_names
+from index.judge.model import Judge
+from index.match.policy import DecisionMode, MatchPolicy
 from index.settings import Settings
-from index.stages import Stage, build_stages, parse_stage_names
 
 if TYPE_CHECKING:
     from eval.learn import LearnConfig, LearnReport
@@ -105,14 +106,14 @@ def _policy(settings: Settings, spec: str | None, decision: DecisionMode | None 
     and those stages built."""
     if decision is not None and decision is not settings.decision:
         settings = settings.model_copy(update={"decision": decision})
-    policy = build_policy(settings)
+    policy = settings.policy()
     if spec is not None:
         try:
             policy = dataclasses.replace(policy, stages=parse_stage_names(spec))
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--stages") from None
     try:
-        return policy, build_stages(policy)
+        return policy, build_stages(policy.stages)
     except StageUnavailable as exc:
         _fail(str(exc))
 
@@ -289,7 +290,7 @@ def _scored_pairs(
 
 
 def _load_judge(settings: Settings) -> Judge:
-    from index.judge import JudgeModelError, load_judge
+    from index.judge.model import JudgeModelError, load_judge
 
     try:
         return load_judge(settings.judge_model)
@@ -436,11 +437,11 @@ def replay(
     settings = _settings()
     if learn is not None:
         _check_fraction(learn, "--learn")
-        first = _budgets(budget, build_policy(settings))[0]
+        first = _budgets(budget, settings.policy())[0]
         _print_learn(name, requests, make_embedder(embedder), _learn_config(learn, first, seed), as_json)
         return
     if decision is ReplayDecision.VCACHE:
-        deltas = _budgets(budget, build_policy(settings))
+        deltas = _budgets(budget, settings.policy())
         model = make_embedder(embedder)
         with _progress("embedding", len(unique_texts(r.prompt for r in requests))) as advance:
             memo = MemoEmbedder(model, embed_unique(model, (r.prompt for r in requests), progress=advance))
@@ -475,7 +476,7 @@ def _budgets(spec: str | None, policy: MatchPolicy) -> tuple[float, ...]:
 
 def _learn_config(fraction: float, budget: float, seed: int) -> LearnConfig:
     from eval.learn import LearnConfig
-    from index.explore import Exploration
+    from index.match.explore import Exploration
 
     settings = _settings()
     return LearnConfig(fraction, budget, Exploration(settings.explore_rate), settings.audit_rate,
@@ -487,7 +488,7 @@ def _print_learn(name: str, requests: Sequence[StreamRequest], model: Embedder, 
     from eval.embedding import MemoEmbedder, embed_unique, unique_texts
     from eval.learn import run_learn
     from eval.tables import learn_table
-    from index.judge import JudgeModelError, load_judge
+    from index.judge.model import JudgeModelError, load_judge
 
     try:
         prior = load_judge()
@@ -571,7 +572,7 @@ def fit(
 
 def _rollback(url: str) -> None:
     from eval.traffic import decision_log, display_url
-    from index.judge_store import JudgeStore
+    from index.storage.judge_models import JudgeStore
 
     try:
         with decision_log(url) as log:
@@ -589,8 +590,8 @@ def _fit_traffic(url: str, namespace: str | None, apply: bool, budget: float, se
     from eval.fit import FitError, fit_traffic
     from eval.report import to_json
     from eval.traffic import decision_log, display_url
-    from index.judge import JudgeModelError, load_judge
-    from index.judge_store import JudgeStore
+    from index.judge.model import JudgeModelError, load_judge
+    from index.storage.judge_models import JudgeStore
 
     try:
         with decision_log(url) as log:

@@ -19,11 +19,11 @@ from sqlalchemy.exc import ArgumentError
 
 from eval.datasets import Conversation, LabeledPair
 from eval.sweep import ScoredPair, SweepConfig, SweepReport, ThresholdChoice, build_report
-from index.decision_log import DecisionLog, LabeledDecision, LabelSource
 from index.errors import StoreUnavailable
-from index.rule import Reason
-from index.stages import STAGE_ORDER
-from index.store import make_engine
+from index.guards.stages import STAGE_ORDER
+from index.match.outcome import Reason
+from index.storage.decision_log import DecisionLog, LabeledDecision, LabelSource
+from index.storage.entries import make_engine
 
 # The namespace the gateway reads as the deployment-wide default; here also "every namespace together".
 ALL_NAMESPACES = "*"

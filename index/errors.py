@@ -7,7 +7,7 @@ OpenAI-shaped HTTP errors in one place.
     ├── SchemaMismatch             the SQL schema is not the one this build knows
     ├── StageUnavailable           a verification stage could not be loaded
     │   └── VerifierModelError     the shipped verifier files are missing or do not fit the base model
-    ├── JudgeModelError            (index.judge) the judge files are missing, unreadable or of another format
+    ├── JudgeModelError            (index.judge.model) the judge files are missing, unreadable or of another format
     ├── HttpError                  (service.errors) the HTTP layer's errors, each with its status
     │   ├── BadRequest             the caller sent something we cannot parse or validate (400)
     │   │   └── PayloadTooLarge    the body is over the limit (413)

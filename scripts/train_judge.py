@@ -32,7 +32,9 @@ sys.path.insert(0, str(ROOT))
 
 from eval.datasets import load_pairs  # noqa: E402
 from eval.sweep import comparable_keys  # noqa: E402
-from index.judge import (  # noqa: E402
+from index.judge.features import FEATURE_NAMES, MISSING, JudgeInput, feature_matrix  # noqa: E402
+from index.judge.fit import TrainingPlan, calibrate, train  # noqa: E402
+from index.judge.model import (  # noqa: E402
     CONFIDENCE,
     Calibration,
     Judge,
@@ -41,9 +43,7 @@ from index.judge import (  # noqa: E402
     shipped_judge_dir,
     version_of,
 )
-from index.judge_features import FEATURE_NAMES, MISSING, JudgeInput, feature_matrix  # noqa: E402
-from index.judge_fit import TrainingPlan, calibrate, train  # noqa: E402
-from index.keys import ContextMatch  # noqa: E402
+from index.request.keys import ContextMatch  # noqa: E402
 from scripts import train_verifier as tv  # noqa: E402
 
 SEED = 20261201
@@ -104,7 +104,7 @@ class Vectors:
         todo = sorted(texts - self.known.keys())
         if not todo:
             return
-        from index.embedder import MiniLMEmbedder
+        from index.embedding.embedder import MiniLMEmbedder
 
         embedder = MiniLMEmbedder()
         for start in range(0, len(todo), 1024):
@@ -201,10 +201,10 @@ def families(intents: Path) -> dict[str, str]:
 
 def trace_rows(inputs: tv.Inputs, path: Path, vectors: Vectors, family: dict[str, str], k: int = 5) -> list[Row]:
     """The dev part of a replay trace as a gateway meets it: each request against the top K earlier distinct
-    prompts at or above the floor (ranks and margins as `index.judge_rule` computes them), labelled by intent.
+    prompts at or above the floor (ranks and margins as `index.match.judged` computes them), labelled by intent.
     Test parts are never read (their intents are disjoint: the traces split by intent family)."""
     from eval.datasets import load_stream
-    from index.judge_rule import margins
+    from index.match.judged import margins
 
     inputs.read_bytes(path)
     requests = [r for r in load_stream(path) if r.part == "dev"]
@@ -230,7 +230,7 @@ def intent_rows(inputs: tv.Inputs, trace: Path, intents: Path, vectors: Vectors,
     """Every wording of the trace's dev intents against its K nearest wordings of other dev intents' and its own
     (as if all were cached), labelled by intent: paraphrases of many styles and near-twin intents."""
     from eval.datasets import load_stream
-    from index.judge_rule import margins
+    from index.match.judged import margins
 
     inputs.read_bytes(intents)
     dev = {r.intent for r in load_stream(trace) if r.part == "dev"}
@@ -320,7 +320,7 @@ def build_rows(args: argparse.Namespace, inputs: tv.Inputs, vectors: Vectors) ->
     rng = random.Random(SEED)
     from transformers import AutoTokenizer
 
-    from index.embedder import bundled_model_path
+    from index.embedding.embedder import bundled_model_path
 
     vocab = set(AutoTokenizer.from_pretrained(str(bundled_model_path())).get_vocab())
     lex = tv.load_lexicon(inputs, vocab)

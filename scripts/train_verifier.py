@@ -538,7 +538,7 @@ class Cosines:
     """MiniLM cosine for any pair, embedding each distinct text once."""
 
     def __init__(self) -> None:
-        from index.embedder import MiniLMEmbedder
+        from index.embedding.embedder import MiniLMEmbedder
 
         self.embedder = MiniLMEmbedder()
         self._vectors: dict[str, np.ndarray] = {}
@@ -599,7 +599,7 @@ class Candidate:
 
 # --------------------------------------------------------------------------- candidate (a): features + sklearn
 def feature_rows(examples: list[Example], cos: np.ndarray, guards: np.ndarray | None) -> np.ndarray:
-    from index.verifier_features import GuardSignals, pair_features
+    from index.judge.surface import GuardSignals, pair_features
 
     rows = []
     for i, ex in enumerate(examples):
@@ -630,7 +630,7 @@ def train_feature_models(splits: Splits, cosines: Cosines, rng: random.Random,
     embedder = cosines.embedder
     out = [Candidate("cosine", cos["calib"], cos["eval"], lambda a, b: embedder.embed([a, b]), 0.0,
                      "MiniLM cosine alone (the similarity gate), calibrated")]
-    from index.verifier_features import GuardSignals, pair_features
+    from index.judge.surface import GuardSignals, pair_features
 
     for name, model in models.items():
         progress(f"training {name} on {len(train)} pairs")
@@ -675,7 +675,7 @@ def train_cross_encoder(train: list[Example], plan: CrossEncoderPlan, rng: rando
     import torch
     from sentence_transformers import CrossEncoder
 
-    from index.embedder import bundled_model_path
+    from index.embedding.embedder import bundled_model_path
 
     torch.manual_seed(SEED)
     ce = CrossEncoder(str(bundled_model_path()), num_labels=1, max_length=plan.max_length, device="cpu")
@@ -866,10 +866,10 @@ def _relative(path: str) -> str:
 def ship(out: Path, model: object, plan: CrossEncoderPlan, calibration: tuple[list[float], list[float], float],
          report: dict[str, object]) -> None:
     import torch
+    from index.verifier import CONFIG_FILE, KIND, METADATA_FILE, WEIGHTS_FILE, WORD_EMBEDDINGS, embeddings_sha256
     from safetensors.torch import save_file
 
-    from index.embedder import bundled_model_path
-    from index.verifier import CONFIG_FILE, KIND, METADATA_FILE, WEIGHTS_FILE, WORD_EMBEDDINGS, embeddings_sha256
+    from index.embedding.embedder import bundled_model_path
 
     out.mkdir(parents=True, exist_ok=True)
     save_file(shipped_state(model), str(out / WEIGHTS_FILE), metadata={"format": "pt"})  # type: ignore[arg-type]
@@ -938,7 +938,7 @@ def main(argv: list[str] | None = None) -> int:
     inputs = Inputs()
     from transformers import AutoTokenizer
 
-    from index.embedder import bundled_model_path
+    from index.embedding.embedder import bundled_model_path
 
     vocab = set(AutoTokenizer.from_pretrained(str(bundled_model_path())).get_vocab())
     lex = load_lexicon(inputs, vocab)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import random
 import threading
@@ -17,22 +18,24 @@ import httpx
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
-from index.batching import BatchingConfig, BatchingEmbedder, Lane, available_cores, embedding_threads
 from index.cache import Cache, CacheConfig
-from index.decision_log import DecisionLog, DecisionRecord
-from index.embedder import Embedder, make_embedder
+from index.embedding.batching import BatchingConfig, BatchingEmbedder, Lane, available_cores, embedding_threads
+from index.embedding.embedder import Embedder, make_embedder
 from index.errors import StoreUnavailable
-from index.exact import ExactCache, LruExactCache, RedisExactCache
-from index.explore import Exploration
-from index.hnsw import SemanticIndex
-from index.judge import JudgeModelError, load_judge
-from index.judge_store import JudgeStore
+from index.guards.registry import build_stages
+from index.judge.model import JudgeModelError, load_judge
 from index.maintenance import Maintainer
-from index.policy import MatchPolicy, build_policy
-from index.sharding import Shard
-from index.snapshot import SnapshotDir
-from index.stages import build_stages
-from index.store import EntryStore, make_engine
+from index.match.decide import Deciders
+from index.match.explore import Exploration
+from index.match.judged import PairJudge
+from index.match.policy import MatchPolicy
+from index.search.hnsw import SemanticIndex
+from index.search.sharding import Shard
+from index.search.snapshot import SnapshotDir
+from index.storage.decision_log import DecisionLog, DecisionRecord
+from index.storage.entries import EntryStore, make_engine
+from index.storage.exact import ExactCache, LruExactCache, RedisExactCache
+from index.storage.judge_models import JudgeStore
 from service.credentials import credential_policy
 from service.dialects.base import UpstreamName
 from service.metrics import Metrics
@@ -63,8 +66,11 @@ class Parts:
     exact: ExactCache | None = None
     # Wall-clock seconds (entry ages, TTLs, decision and label times).
     clock: Callable[[], float] = time.time
-    # Uniform draws in [0, 1) for exploration (tests pass a fixed one).
+    # Uniform draws in [0, 1) for exploration and for audits (tests pass fixed ones).
     draw: Callable[[], float] = random.random
+    audit_draw: Callable[[], float] = random.random
+    # The judge of judge mode; None = `load_judge(settings.judge_model)` (the shipped one by default).
+    judge: PairJudge | None = None
 
 
 def build_embedder(settings: Settings, model: Embedder | None = None) -> BatchingEmbedder:
@@ -114,21 +120,21 @@ class Runtime:
         self.snapshot = SnapshotDir(settings.data_dir / "snapshot")
         self.ready = threading.Event()
         self._last_snapshot = time.monotonic()
-        self.policy = build_policy(settings)
+        self.policy = settings.policy()
         config = CacheConfig(self.policy, settings.ttl_seconds, settings.candidates, settings.decision_log_floor,
                              Shard(settings.shard, settings.shards), settings.context_memo_size)
-        self.stages = build_stages(self.policy)
+        self.stages = build_stages(self.policy.stages)
         # A judge that cannot load stops start-up with its reason (JudgeModelError), like a bad setting would.
-        judge = load_judge(settings.judge_model) if self.policy.judged else None
+        judge = (parts.judge or load_judge(settings.judge_model)) if self.policy.judged else None
         # The judge of the settings (or shipped); a judge fitted from traffic and applied replaces it live.
         self.prior_judge = judge
         self.judges = JudgeStore(self.engine)
         self.judge_in_force: str | None = None
-        self.exploration = Exploration(settings.explore_rate)
-        self.draw = parts.draw
+        self.audit_draw = parts.audit_draw
+        deciders = Deciders(self.stages, None, judge, Exploration(settings.explore_rate),
+                            parts.draw)
         self.cache = Cache(parts.exact or build_exact(settings), self.store, SemanticIndex(self.embedder.dim),
-                           self.embedder, config,
-                           self.stages, clock=self.clock, judge=judge)
+                           self.embedder, config, deciders, clock=self.clock)
         self.maintainer = Maintainer(self.cache, settings.max_entries, clock=self.clock,
                                      recount_seconds=settings.recount_interval_seconds)
         self.decisions = DecisionLog(self.engine)
@@ -233,7 +239,7 @@ class Runtime:
         except JudgeModelError as exc:
             log.error("judge %s not put in force, keeping the one in force: %s", version, exc)
             return
-        self.cache.judge = judge
+        self.cache.deciders = dataclasses.replace(self.cache.deciders, judge=judge)
         self.judge_in_force = version
         log.info("judge in force: %s", judge.version)
 

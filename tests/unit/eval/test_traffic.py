@@ -20,10 +20,10 @@ from typer.testing import CliRunner
 from eval.cli import app
 from eval.sweep import SweepConfig
 from eval.traffic import ALL_NAMESPACES, SAME_ANSWER_KIND, decision_log, scored_decisions, traffic_report
-from index.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
-from index.rule import Reason
-from index.schema import metadata
-from index.store import make_engine
+from index.match.threshold import Reason
+from index.storage.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
+from index.storage.entries import make_engine
+from index.storage.schema import metadata
 from support.fakes import WordVeto
 
 PAIRS = str(Path(__file__).parent / "fixtures" / "pairs.jsonl")
