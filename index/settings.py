@@ -73,7 +73,9 @@ class Settings(BaseSettings):
     shared_namespace: str | None = Field(
         None, description="Opt-in: requests without any credential share this one namespace; unset = not cached")
     admin_token: SecretStr | None = Field(None, description="Bearer token for /deja/* admin endpoints")
-    ttl_seconds: float | None = Field(7 * 24 * 3600, ge=0, description="Default entry lifetime; empty = forever")
+    ttl_seconds: float | None = Field(
+        7 * 24 * 3600, ge=0, description="Default entry lifetime in seconds; empty or 'none' = forever; 0 = "
+        "nothing is stored (as `Cache-Control: max-age=0` means for one request)")
     exact_max_items: int = Field(10_000, ge=1, description="Size of the in-process exact LRU")
     max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="Largest accepted request body")
     upstream_connect_timeout: float = Field(5.0, gt=0, description="Seconds to connect to the upstream")
@@ -123,7 +125,7 @@ class Settings(BaseSettings):
     @field_validator("ttl_seconds", mode="before")
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
-        return None if value in ("", "none", "None", 0, "0") else value
+        return None if value in ("", "none", "None") else value
 
     @field_validator("credential_headers", mode="before")
     @classmethod

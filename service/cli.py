@@ -68,6 +68,7 @@ def serve(
     }.items() if v is not None}
     settings = Settings(**overrides)  # type: ignore[arg-type]
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # its per-plugin INFO lines say nothing to an operator
     _check_schema(settings)
     uvicorn.run(create_app(settings), host=host, port=port, log_level=settings.log_level.lower())
 

@@ -33,7 +33,7 @@ from index.search.hnsw import SemanticIndex
 from index.search.sharding import Shard
 from index.search.snapshot import SnapshotDir
 from index.storage.decision_log import DecisionLog, DecisionRecord
-from index.storage.entries import EntryStore, make_engine
+from index.storage.entries import EntryStore, display_url, make_engine
 from index.storage.exact import ExactCache, LruExactCache, RedisExactCache
 from index.storage.judge_models import JudgeStore
 from service.credentials import credential_policy
@@ -100,8 +100,10 @@ class Thresholds:
         return self.policy.min_similarity
 
     def policy_for(self, namespace: str) -> MatchPolicy:
+        """The namespace's policy. A stored threshold is a cosine threshold: it applies in threshold mode only
+        (in judge mode the judge's bar decides, and its candidate floor is never a swept threshold)."""
         chosen = self.by_namespace.get(namespace) or self.by_namespace.get("*")
-        return self.policy.at(chosen[0]) if chosen else self.policy
+        return self.policy.at(chosen[0]) if chosen and not self.policy.judged else self.policy
 
 
 class Runtime:
@@ -242,6 +244,30 @@ class Runtime:
         self.cache.deciders = dataclasses.replace(self.cache.deciders, judge=judge)
         self.judge_in_force = version
         log.info("judge in force: %s", judge.version)
+
+    def describe(self) -> str:
+        """The start-up block `deja serve` logs: what was loaded, where the data lives, what decides."""
+        s, judge = self.settings, self.cache.deciders.judge
+        if self.policy.judged and judge is not None:
+            decision = (f"judge {judge.version} at a false-hit budget of {self.policy.max_false_hit_rate:g} (bar "
+                        f"{judge.cut(self.policy.max_false_hit_rate):.3f}), candidates >= "
+                        f"{self.policy.min_similarity:g}; conversations: cosine >= "
+                        f"{self.policy.conversation_threshold:g}")
+        else:
+            decision = f"cosine threshold {self.policy.min_similarity:g} then guards {', '.join(self.policy.stages)}"
+        ttl = "forever" if s.ttl_seconds is None else f"{s.ttl_seconds:g} s"
+        lines = [
+            "Deja ready to start",
+            f"  embedder   {self.embedder.model_id} ({s.embedder.value})",
+            f"  decision   {decision}",
+            f"  entries    {display_url(s.sql_url)} (ttl {ttl}, at most {s.max_entries or 'unlimited'})",
+            f"  exact tier {'redis ' + display_url(s.redis_url) if s.redis_url else 'in-process LRU'}",
+            f"  data dir   {s.data_dir.resolve()}",
+            f"  upstreams  chat/responses {s.upstream_url}, messages {s.anthropic_upstream_url}",
+            f"  labels     audits {s.audit_rate:g} of semantic hits, exploration {s.explore_rate:g}, admin "
+            f"{'on' if s.admin_token else 'off (no DEJA_ADMIN_TOKEN)'}",
+        ]
+        return "\n".join(lines)
 
     def stats(self) -> dict[str, Any]:
         """What `/deja/stats` shows, in a worker thread (it counts entries and labels in SQL)."""

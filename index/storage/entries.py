@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 from sqlalchemy import ColumnElement, Engine, and_, create_engine, delete, event, func, insert, select, true, update
-from sqlalchemy.engine import Row
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.engine import Row, make_url
+from sqlalchemy.exc import ArgumentError, IntegrityError
 
 from index import jsonio
 from index.embedding.embedder import BUNDLED_MODEL_ID, Vector
@@ -328,3 +328,11 @@ class EntryStore:
                 conn.execute(update(entries).where(entries.c.id == row.entry_id).values(
                     vector=_blob(row.vector), prompt_vector=_blob(row.prompt_vector),
                     context_vector=_blob(row.context_vector), embedding_model=row.model_id))
+
+
+def display_url(url: str) -> str:
+    """The URL with any password hidden, fit to print."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url

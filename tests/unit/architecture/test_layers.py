@@ -82,7 +82,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
                 stack.pop()
                 path.pop()
             elif colour[child] == 1:
-                return path[path.index(child):] + [child]
+                return [*path[path.index(child):], child]
             elif colour[child] == 0:
                 colour[child] = 1
                 stack.append((child, iter(sorted(graph[child]))))

@@ -135,11 +135,8 @@ def test_sweep_with_the_judge_prints_a_row_per_budget() -> None:
     assert [line.split()[0] for line in out.splitlines() if line.strip().startswith("0.")][:2] == ["0.02", "0.10"]
 
 
-def test_judge_sweep_refuses_a_budget_outside_zero_one_and_several_floors() -> None:
+def test_judge_sweep_refuses_a_budget_outside_zero_one() -> None:
     code, _, _ = _run("sweep", "--dataset", PAIRS, "--embedder", "hash", "--decision", "judge", "--budgets", "2")
-    assert code == 2
-    code, _, _ = _run("sweep", "--dataset", PAIRS, "--embedder", "hash", "--decision", "judge", "--threshold",
-                      "0.5,0.6")
     assert code == 2
 
 
@@ -202,3 +199,26 @@ def test_replay_learn_json_has_before_and_learned_rates() -> None:
     for part in ("before", "learned"):
         assert set(report[part]) >= {"requests", "served", "correct", "wrong_over_served"}
         assert report[part]["requests"] == 3
+
+
+def test_a_threshold_range_sweeps_thresholds_at_the_default_decision(tmp_path: Path) -> None:
+    out_dir = tmp_path / "report"
+    code, out, err = _run("sweep", "--dataset", PAIRS, "--embedder", "hash", "--threshold", "0.60:0.99:0.01",
+                          "--out", str(out_dir))
+    assert code == 0, err
+    assert json.loads((out_dir / "sweep.json").read_text())["sweeps"][0]["points"][0]["threshold"] == 0.6
+    assert (out_dir / "sweep.png").read_bytes().startswith(b"\x89PNG") and (out_dir / "sweep.html").exists()
+    assert "its points, one per budget" in out  # the judge's budget points beside the thresholds
+
+
+def test_a_sweep_writes_its_report_files_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _run("sweep", "--dataset", PAIRS, "--embedder", "hash", "--threshold", "0.6:0.9:0.1")
+    assert code == 0, err
+    assert {p.name for p in (tmp_path / "reports" / "sweep-pairs").iterdir()} >= {"sweep.json", "sweep.png",
+                                                                                   "sweep.html"}
+
+
+def test_applying_cosine_thresholds_is_refused_in_judge_mode(tmp_path: Path) -> None:
+    code, _, err = _run("sweep", "--traffic", "--apply", "--max-false-hit-rate", "0.05", "--data-dir", str(tmp_path))
+    assert code == 2 and "eval fit --traffic" in err
