@@ -2,7 +2,7 @@
 
 Labelled pairs come from our dev splits (`datasets/pairs-dev.jsonl`, `datasets/conv-dev.jsonl`), licence-cleared
 public sets read at run time from ../shared/datasets (never copied into the repo) and hard pairs generated
-from them (antonym, negation, number and entity edits; the loaders of scripts/train_verifier.py). Each pair
+from them (antonym, negation, number and entity edits; the loaders of scripts/judge_data.py). Each pair
 becomes a `JudgeInput` as the gateway would build it: MiniLM cosine of the prompts (and, for conversations,
 of the relevant contexts), and a rank and margin among the other cached prompts of the same source. Pairs are
 split by connected group into train / calibration; the calibration pairs the judge would see (cosine at or
@@ -44,7 +44,7 @@ from index.judge.model import (  # noqa: E402
     version_of,
 )
 from index.request.keys import ContextMatch  # noqa: E402
-from scripts import train_verifier as tv  # noqa: E402
+from scripts import judge_data as tv  # noqa: E402
 
 SEED = 20261201
 PAIRS_DEV = ROOT / "datasets" / "pairs-dev.jsonl"
@@ -63,7 +63,7 @@ LICENSES = {
     "dev": "ours, MIT (datasets/pairs-dev.jsonl, written by the Deja team)",
     "conv": "ours, MIT (datasets/conv-dev.jsonl, written by the Deja team)",
     "trace": "ours, MIT (dev parts of datasets/stream.jsonl and datasets/trace2.jsonl, written by the Deja team)",
-    # The public sets both scripts read, with the licences train_verifier.py states for them.
+    # The public sets both scripts read, with the licences judge_data.py states for them.
     **{name: tv.LICENSES[name] for name in ("gptcache_mock", "paws_wiki", "cannot", "breaking_nli",
                                             "redis_langcache", "cai_equivalence", "synthetic")},
 }
@@ -124,7 +124,7 @@ class Vectors:
 def gptcache_mock(inputs: tv.Inputs) -> list[tv.Example]:
     """GPTCache's LLM-paraphrased pairs (positives only); its QQP file is not read."""
     mock = json.loads(inputs.read_text(tv.SHARED / "gptcache_similar_qqp" / "mock_data.json"))
-    return [ex for rec in mock if (ex := tv._pair(rec["origin"], rec["similar"], 1, "gptcache_mock", "paraphrase"))]
+    return [ex for rec in mock if (ex := tv.make_pair(rec["origin"], rec["similar"], 1, "gptcache_mock", "paraphrase"))]
 
 
 def public_examples(inputs: tv.Inputs, rng: random.Random, args: argparse.Namespace) -> list[tv.Example]:
@@ -359,8 +359,8 @@ def main(argv: list[str] | None = None) -> int:
     meta = {
         "command": "python scripts/train_judge.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "seed": SEED, "candidate_floor": FLOOR, "confidence": CONFIDENCE, "features": list(FEATURE_NAMES),
-        "plan": TrainingPlan().__dict__, "weights": WEIGHTS, "versions": tv._versions(),
-        "data": {"files": {tv._relative(k): v for k, v in sorted(inputs.hashes.items())},
+        "plan": TrainingPlan().__dict__, "weights": WEIGHTS, "versions": tv.versions(),
+        "data": {"files": {tv.relative(k): v for k, v in sorted(inputs.hashes.items())},
                  "licenses": {k: v for k, v in LICENSES.items() if k in table}, "pairs": table},
         "calibration_pairs": len(calib),
     }
