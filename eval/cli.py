@@ -28,7 +28,7 @@ from index.errors import StoreUnavailable
 from index.guards.registry import build_stages
 from index.guards.stages import Stage, parse_stage_names
 from index.judge.model import Judge
-from index.match.policy import DecisionMode, MatchPolicy
+from index.match.policy import DEFAULT_MAX_FALSE_HIT_RATE, DecisionMode, MatchPolicy
 from index.settings import Settings
 from index.storage.entries import display_url
 
@@ -560,7 +560,8 @@ def fit(
     rollback: Annotated[bool, typer.Option(
         "--rollback", help="Retire the judge in force and restore the one applied before it (or the shipped "
         "prior).")] = False,
-    budget: Annotated[float, typer.Option(help="False-hit budget the judges are compared at.")] = 0.02,
+    budget: Annotated[float, typer.Option(help="False-hit budget the judges are compared at.")] = (
+        DEFAULT_MAX_FALSE_HIT_RATE),
     seed: Annotated[int, typer.Option(help="Seed of the refit's held-out split and trees.")] = 0,
     as_json: JsonOption = False,
 ) -> None:

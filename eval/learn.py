@@ -28,7 +28,15 @@ from index.match.decide import Deciders, decide
 from index.match.explore import Exploration
 from index.match.judged import margins
 from index.match.outcome import Candidate, Reason
-from index.match.policy import DecisionMode, MatchPolicy
+from index.match.policy import (
+    DEFAULT_AUDIT_RATE,
+    DEFAULT_JUDGE_CANDIDATES,
+    DEFAULT_JUDGE_MIN_SIMILARITY,
+    DEFAULT_LOG_FLOOR,
+    DEFAULT_MAX_FALSE_HIT_RATE,
+    DecisionMode,
+    MatchPolicy,
+)
 
 Floats = npt.NDArray[np.float32]
 
@@ -38,13 +46,13 @@ class LearnConfig:
     """The deployment simulated: budget, labelling rates as configured on a gateway, K and candidate floor."""
 
     fraction: float
-    max_false_hit_rate: float = 0.02
+    max_false_hit_rate: float = DEFAULT_MAX_FALSE_HIT_RATE
     exploration: Exploration = field(default_factory=Exploration)
-    audit_rate: float = 0.01
+    audit_rate: float = DEFAULT_AUDIT_RATE
     # Near-misses whose best candidate is at least this similar are logged, so shadow-labelled.
-    shadow_floor: float = 0.5
-    candidates: int = 5
-    min_similarity: float = 0.5
+    shadow_floor: float = DEFAULT_LOG_FLOOR
+    candidates: int = DEFAULT_JUDGE_CANDIDATES
+    min_similarity: float = DEFAULT_JUDGE_MIN_SIMILARITY
     seed: int = 0
 
     def __post_init__(self) -> None:

@@ -16,6 +16,7 @@ from index.embedding.memo import DEFAULT_CONTEXT_MEMO_SIZE
 from index.guards.stages import STAGE_ORDER
 from index.match.explore import DEFAULT_EXPLORE_RATE
 from index.match.policy import (
+    DEFAULT_AUDIT_RATE,
     DEFAULT_CANDIDATES,
     DEFAULT_JUDGE_CANDIDATES,
     DEFAULT_LOG_FLOOR,
@@ -92,7 +93,8 @@ class Settings(BaseSettings):
         "incrementally from new ids and tombstones")
     decision_log_floor: float = Field(
         DEFAULT_LOG_FLOOR, ge=-1.0, le=1.0, description="Log semantic decisions from this similarity")
-    audit_rate: float = Field(0.01, ge=0.0, le=1.0, description="Share of semantic hits re-asked upstream")
+    audit_rate: float = Field(
+        DEFAULT_AUDIT_RATE, ge=0.0, le=1.0, description="Share of semantic hits re-asked upstream")
     audit_concurrency: int = Field(4, ge=1, description="Background audits in flight at most")
     shadow_labels: bool = Field(True, description="Label near-misses by comparing the fresh answer")
     explore_rate: float = Field(

@@ -40,6 +40,13 @@ NEVER = float("inf")  # the bar when no bar meets the budget: nothing is served
 Floats = npt.NDArray[np.float64]
 
 
+def check_budget(max_false_hit_rate: float) -> float:
+    """The one range check of a false-hit budget: a share strictly between 0 and 1."""
+    if not 0.0 < max_false_hit_rate < 1.0:
+        raise ValueError(f"max false-hit rate must be in (0, 1), got {max_false_hit_rate}")
+    return max_false_hit_rate
+
+
 class JudgeModelError(DejaError):
     """The judge files are missing, unreadable, or were written for another format or feature set."""
 
@@ -77,8 +84,7 @@ class Calibration:
 
     def cut(self, max_false_hit_rate: float) -> float:
         """The lowest bar whose served set (probability >= bar) has a false-hit upper bound <= the budget."""
-        if not 0.0 < max_false_hit_rate < 1.0:
-            raise ValueError(f"max false-hit rate must be in (0, 1), got {max_false_hit_rate}")
+        check_budget(max_false_hit_rate)
         order = np.argsort(-self.probabilities, kind="stable")
         p = self.probabilities[order]
         wrong = np.cumsum(self.labels[order] == 0)

@@ -12,8 +12,9 @@ import numpy as np
 import numpy.typing as npt
 
 from index.judge.features import MISSING, EntryHistory, JudgeInput
+from index.judge.model import check_budget
 from index.match.outcome import Candidate
-from index.match.policy import DEFAULT_JUDGE_CANDIDATES, DEFAULT_MAX_FALSE_HIT_RATE, check_budget
+from index.match.policy import DEFAULT_JUDGE_CANDIDATES, DEFAULT_MAX_FALSE_HIT_RATE
 
 
 class PairJudge(Protocol):

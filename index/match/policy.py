@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from index.guards.stages import STAGE_ORDER
+from index.judge.model import check_budget
 from index.request.keys import ContextMatch
 
 # Every default of the match lives here, once; `Settings` and `eval` read them from this module.
@@ -23,13 +24,8 @@ DEFAULT_JUDGE_MIN_SIMILARITY = 0.5
 DEFAULT_CANDIDATES = 3
 # Candidates at or above this similarity are decided and logged even below the threshold (`DEJA_DECISION_LOG_FLOOR`).
 DEFAULT_LOG_FLOOR = 0.5
-
-
-def check_budget(max_false_hit_rate: float) -> float:
-    """The one range check of a false-hit budget: a share strictly between 0 and 1."""
-    if not 0.0 < max_false_hit_rate < 1.0:
-        raise ValueError(f"max false-hit rate must be in (0, 1), got {max_false_hit_rate}")
-    return max_false_hit_rate
+# Share of semantic hits re-asked upstream to label them (`DEJA_AUDIT_RATE`).
+DEFAULT_AUDIT_RATE = 0.01
 
 
 class DecisionMode(StrEnum):

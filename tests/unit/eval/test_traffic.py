@@ -67,8 +67,9 @@ def url(tmp_path: Path) -> str:
 
 
 def _run(*args: str, env: dict[str, str | None] | None = None) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, ["sweep", "--traffic", "--stages", "none", "--threshold", THRESHOLDS, *args],
-                                env=env)
+    # Threshold mode: --apply stores cosine thresholds, what that mode serves by (judge mode refuses --apply).
+    result = CliRunner().invoke(app, ["sweep", "--traffic", "--stages", "none", "--threshold", THRESHOLDS,
+                                      "--decision", "threshold", *args], env=env)
     return result.exit_code, result.stdout, result.stderr
 
 
