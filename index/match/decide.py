@@ -2,11 +2,13 @@
 `eval sweep`, `eval replay` and `eval replay --learn` all call `decide`, so a setting means the same in each.
 
 Single-turn requests in judge mode go to the judge (calibrated P(same answer) against the false-hit budget's
-bar, with exploration of uncertain would-be hits); threshold mode and conversations go to the cosine rule.
+bar, with exploration of uncertain would-be hits); threshold mode and conversations go to the cosine rule. In
+every mode a candidate that differs from the request past the embedder's window is never served.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +21,7 @@ from index.match.judged import JudgeSetup, PairJudge, judge
 from index.match.outcome import Candidate, Decision, Reason
 from index.match.policy import MatchPolicy
 from index.match.threshold import by_threshold
+from index.match.window import differs_past_window
 
 OFF = Exploration(rate=0.0)
 
@@ -54,6 +57,12 @@ def decide(
     policy = policy.for_request(conversation=query_context is not None)
     if not candidates:
         return Decision(Reason.NO_CANDIDATE, float("nan"))
+    readable = [c for c in candidates if not _past_window(query, query_context, c)]
+    if not readable:
+        return Decision(Reason.BEYOND_WINDOW, candidates[0].similarity, chosen=0)
+    if len(readable) < len(candidates):
+        decision = decide(query, readable, policy, deciders, query_context, histories)
+        return _reindexed(decision, candidates, readable)
     if not policy.judged:
         return _by_threshold(query, candidates, policy, deciders, query_context)
     if deciders.judge is None:
@@ -83,6 +92,20 @@ def _by_threshold(query: str, candidates: Sequence[Candidate], policy: MatchPoli
             first = _at(decision, index)
     assert first is not None
     return first
+
+
+def _past_window(query: str, query_context: str | None, candidate: Candidate) -> bool:
+    if differs_past_window(query, candidate.prompt):
+        return True
+    return (query_context is not None and candidate.context is not None
+            and differs_past_window(query_context, candidate.context))
+
+
+def _reindexed(decision: Decision, candidates: Sequence[Candidate], readable: Sequence[Candidate]) -> Decision:
+    """`decision` over `readable`, its `chosen` pointing into `candidates`."""
+    if decision.chosen is None:
+        return decision
+    return dataclasses.replace(decision, chosen=candidates.index(readable[decision.chosen]))
 
 
 def _at(decision: Decision, index: int) -> Decision:

@@ -37,6 +37,9 @@ class Reason(StrEnum):
     EXPLORED = "explored"
     # No candidate at or above the candidate floor.
     NO_CANDIDATE = "no_candidate"
+    # A prompt (or context) runs past the embedder's window and the two texts differ: their vectors cannot tell
+    # what differs, so only an exact repeat may serve it (see `index.match.window`).
+    BEYOND_WINDOW = "beyond_window"
 
 
 @dataclass(frozen=True)
