@@ -22,7 +22,7 @@ from sqlalchemy import update as sql_update
 
 from index.errors import store_errors
 from index.maintenance import Maintainer
-from index.schema import decisions, entries, labels, tombstones
+from index.storage.schema import decisions, entries, labels, tombstones
 
 log = logging.getLogger("deja.forgetting")
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 from index.cache import Cache
 from index.errors import StoreUnavailable
-from index.hnsw import SemanticIndex
-from index.snapshot import Manifest, SnapshotDir
-from index.store import CountMark, Tombstone
+from index.search.hnsw import SemanticIndex
+from index.search.snapshot import Manifest, SnapshotDir
+from index.storage.entries import CountMark, Tombstone
 
 log = logging.getLogger("deja.maintenance")
 

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Depends, Path
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from index.decision_log import Label, LabelSource
-from index.keys import namespace_for
+from index.request.keys import namespace_for
+from index.storage.decision_log import Label, LabelSource
 from service.deps import (
     DecisionLogDep,
     EntryStoreDep,

@@ -3,6 +3,7 @@ routes."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -19,6 +20,8 @@ from service.label_page import label_router
 from service.runtime import Parts, Runtime
 from service.settings import Settings
 
+log = logging.getLogger("deja.app")
+
 
 def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
     """The ASGI app. Heavy components are built in the lifespan, never at import; `parts` replaces any of
@@ -28,6 +31,7 @@ def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         access_log.install()
         runtime = Runtime(settings, parts)
+        log.info("%s", runtime.describe())
         runtime.start()
         app.state.runtime = runtime
         app.state.gateway = Gateway(runtime)

@@ -7,12 +7,12 @@ from typing import Annotated
 from fastapi import Depends, Request
 from starlette.concurrency import run_in_threadpool
 
-from index.decision_log import DecisionLog
 from index.forgetting import Forgetting
-from index.hnsw import SemanticIndex
 from index.maintenance import Maintainer
+from index.search.hnsw import SemanticIndex
 from index.settings import Settings
-from index.store import EntryStore
+from index.storage.decision_log import DecisionLog
+from index.storage.entries import EntryStore
 from service.admin_auth import check_admin, check_metrics
 from service.credentials import namespace_of
 from service.gateway import Gateway

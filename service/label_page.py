@@ -14,9 +14,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from index.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
 from index.records import StoredEntry
-from index.store import EntryStore
+from index.storage.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
+from index.storage.entries import EntryStore
 from service.admin_auth import SESSION_COOKIE, csrf_token, is_admin_token, new_session
 from service.deps import DecisionLogDep, EntryStoreDep, RuntimeDep, require_admin
 from service.dialects import dialect_named

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from index.judge import load_judge
+from index.judge.model import load_judge
 from support.services import GatewayProcess
 from support.stub_upstream import StubUpstream
 from tests.integration.conftest import base_env

@@ -13,15 +13,15 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from index.cache import Cache
-from index.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
 from index.forgetting import DAY_SECONDS, Forgetting, Retention, text_hash
-from index.keys import build_key
+from index.guards.stages import StageResult
 from index.maintenance import Maintainer
-from index.migrate import upgrade
-from index.rule import Reason
-from index.schema import metadata
-from index.snapshot import SnapshotDir
-from index.stages import StageResult
+from index.match.outcome import Reason
+from index.request.keys import build_key
+from index.search.snapshot import SnapshotDir
+from index.storage.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
+from index.storage.migrate import upgrade
+from index.storage.schema import metadata
 from support.caches import ANSWER, chat_body, sqlite_cache
 from support.inprocess import Clock
 
