@@ -74,6 +74,17 @@ class Settings(BaseSettings):
     shared_namespace: str | None = Field(
         None, description="Opt-in: requests without any credential share this one namespace; unset = not cached")
     admin_token: SecretStr | None = Field(None, description="Bearer token for /deja/* admin endpoints")
+    admin_session_seconds: float = Field(
+        8 * 3600, gt=0, description="Lifetime of a label-page session (the cookie `?token=` trades for)")
+    metrics_token: SecretStr | None = Field(
+        None, description="Bearer token /metrics needs (the admin token works too); unset = /metrics is open")
+    decision_log_days: float | None = Field(
+        30, gt=0, description="Days a decision keeps its prompts: then an unlabelled decision is deleted and a "
+        "labelled one keeps only hashes and numbers; empty = forever")
+    label_days: float | None = Field(90, gt=0, description="Days a label is kept; empty = forever")
+    tombstone_days: float | None = Field(
+        7, gt=0, description="Days a deletion is remembered for replicas to catch up (an older snapshot is "
+        "rebuilt); empty = forever")
     ttl_seconds: float | None = Field(
         7 * 24 * 3600, ge=0, description="Default entry lifetime in seconds; empty or 'none' = forever; 0 = "
         "nothing is stored (as `Cache-Control: max-age=0` means for one request)")
@@ -134,7 +145,8 @@ class Settings(BaseSettings):
     def _comma_separated(cls, value: object) -> object:
         return tuple(h.strip().lower() for h in value.split(",") if h.strip()) if isinstance(value, str) else value
 
-    @field_validator("shared_namespace", "min_similarity", "judge_model", mode="before")
+    @field_validator("shared_namespace", "min_similarity", "judge_model", "decision_log_days", "label_days",
+                     "tombstone_days", mode="before")
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value

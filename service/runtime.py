@@ -22,6 +22,7 @@ from index.cache import Cache, CacheConfig
 from index.embedding.batching import BatchingConfig, BatchingEmbedder, Lane, available_cores, embedding_threads
 from index.embedding.embedder import Embedder, make_embedder
 from index.errors import StoreUnavailable
+from index.forgetting import Forgetting, Retention
 from index.guards.registry import build_stages
 from index.judge.model import JudgeModelError, load_judge
 from index.maintenance import Maintainer
@@ -140,6 +141,8 @@ class Runtime:
         self.maintainer = Maintainer(self.cache, settings.max_entries, clock=self.clock,
                                      recount_seconds=settings.recount_interval_seconds)
         self.decisions = DecisionLog(self.engine)
+        retention = Retention(settings.decision_log_days, settings.label_days, settings.tombstone_days)
+        self.forgetting = Forgetting(self.engine, self.maintainer, retention, self.clock)
         self.thresholds = Thresholds(self.policy)
         self.upstream = build_upstream(settings, settings.upstream_url, parts.transport)
         self.anthropic_upstream = build_upstream(settings, settings.anthropic_upstream_url, parts.transport)
@@ -219,6 +222,7 @@ class Runtime:
         self.maintainer.sync()
         if evict:
             self.metrics.evictions.inc(self.maintainer.evict())
+            self.forgetting.sweep()
             self._label_metrics()
             if self.policy.judged:
                 self.cache.histories = self.decisions.entry_histories()

@@ -163,8 +163,9 @@ class DecisionLog:
     def labeled(self, namespace: str | None = None, api: str | None = None) -> list[LabeledDecision]:
         """Every decision that has at least one label, with its label by precedence; optionally one namespace's
         or one API's only."""
+        # Forgotten decisions (index/forgetting.py) have no texts left to compare: they only count.
         query = select(decisions, labels.c.source, labels.c.correct).join(
-            labels, labels.c.request_id == decisions.c.request_id)
+            labels, labels.c.request_id == decisions.c.request_id).where(decisions.c.forgotten_at.is_(None))
         if namespace is not None:
             query = query.where(decisions.c.namespace == namespace)
         if api is not None:
@@ -182,7 +183,8 @@ class DecisionLog:
     def pending(self, limit: int = 20) -> list[DecisionRecord]:
         """Decisions with a candidate and no human label yet, newest first."""
         human = select(labels.c.request_id).where(labels.c.source == LabelSource.HUMAN.value)
-        query = (select(decisions).where(decisions.c.entry_id.is_not(None), decisions.c.request_id.not_in(human))
+        query = (select(decisions).where(decisions.c.entry_id.is_not(None), decisions.c.forgotten_at.is_(None),
+                                         decisions.c.request_id.not_in(human))
                  .order_by(decisions.c.created_at.desc()).limit(limit))
         with store_errors("read pending decisions"), self.engine.connect() as conn:
             return [_row_to_decision(r) for r in conn.execute(query).all()]

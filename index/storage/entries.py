@@ -253,6 +253,11 @@ class EntryStore:
         with store_errors("read tombstones"), self.engine.connect() as conn:
             return int(conn.execute(select(func.coalesce(func.max(tombstones.c.seq), 0))).scalar_one())
 
+    def first_tombstone(self) -> int:
+        """Lowest tombstone sequence kept (0: none); older ones were pruned by retention."""
+        with store_errors("read tombstones"), self.engine.connect() as conn:
+            return int(conn.execute(select(func.coalesce(func.min(tombstones.c.seq), 0))).scalar_one())
+
     def recent_ids(self, since: float) -> list[int]:
         """Ids created since `since`: ids commit out of order across replicas, so catch-up re-checks a window."""
         query = select(entries.c.id).where(entries.c.created_at >= since, entries.c.vector.is_not(None))

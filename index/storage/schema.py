@@ -54,6 +54,7 @@ tombstones = Table(
     Column("entry_id", Integer, nullable=False),
     Column("exact_key", String(64), nullable=False),
     Column("deleted_at", Float, nullable=False),
+    Index("ix_deja_tombstones_deleted_at", "deleted_at"),
 )
 
 decisions = Table(
@@ -72,8 +73,14 @@ decisions = Table(
     Column("vetoed_by", String(40), nullable=True),
     Column("created_at", Float, nullable=False),
     Column("api", String(20), nullable=False, server_default="chat"),
+    # A forgotten decision (retention or invalidation, index/forgetting.py) keeps SHA-256 hashes of its texts.
+    Column("prompt_hash", String(64), nullable=True),
+    Column("candidate_hash", String(64), nullable=True),
+    Column("forgotten_at", Float, nullable=True),
     Index("ix_deja_decisions_namespace", "namespace"),
     Index("ix_deja_decisions_created_at", "created_at"),
+    Index("ix_deja_decisions_retention", "forgotten_at", "created_at"),
+    Index("ix_deja_decisions_entry_id", "entry_id"),
 )
 
 labels = Table(
@@ -84,6 +91,7 @@ labels = Table(
     Column("correct", Boolean, nullable=False),
     Column("detail", Text, nullable=True),
     Column("created_at", Float, nullable=False),
+    Index("ix_deja_labels_created_at", "created_at"),
 )
 
 thresholds = Table(

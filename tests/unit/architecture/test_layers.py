@@ -24,7 +24,7 @@ INDEX_LAYERS = (
     ("index.search",),
     ("index.storage",),
     ("index.cache",),
-    ("index.maintenance",),
+    ("index.maintenance", "index.forgetting"),
     ("index.settings",),
 )
 
