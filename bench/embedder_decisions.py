@@ -18,10 +18,9 @@ from pathlib import Path
 from eval.datasets import load_pairs
 from eval.judge_sweep import judge_scores
 from eval.sweep import ScoredPair, score_pairs
-from index.embedder import Embedder, MiniLMEmbedder, OnnxMiniLMEmbedder
-from index.judge import load_judge
-from index.judge_rule import DEFAULT_JUDGE_MIN_SIMILARITY, DEFAULT_MAX_FALSE_HIT_RATE
-from index.policy import DEFAULT_MIN_SIMILARITY
+from index.embedding.embedder import Embedder, MiniLMEmbedder, OnnxMiniLMEmbedder
+from index.judge.model import load_judge
+from index.match.policy import DEFAULT_JUDGE_MIN_SIMILARITY, DEFAULT_MAX_FALSE_HIT_RATE, DEFAULT_MIN_SIMILARITY
 
 ROOT = Path(__file__).resolve().parents[1]
 

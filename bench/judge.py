@@ -18,9 +18,9 @@ import time
 import numpy as np
 
 from bench.common import table
-from index.embedder import OnnxMiniLMEmbedder
-from index.judge import Forest, JudgeInput, load_judge
-from index.judge_features import feature_matrix
+from index.embedding.embedder import OnnxMiniLMEmbedder
+from index.judge.features import feature_matrix
+from index.judge.model import Forest, JudgeInput, load_judge
 
 # Written for this benchmark: short and long prompts, like the ones the cache compares.
 QUERIES = (
