@@ -73,10 +73,12 @@ def decide(
     assert index is not None and judgement.probability is not None
     p = judgement.probability
     reason = Reason.HIT if judgement.hit else Reason.BELOW_BAR
-    if judgement.hit and deciders.exploration.explores(p, judgement.bar, policy.max_false_hit_rate, deciders.draw()):
+    explorable = judgement.hit and not judgement.same_content
+    if explorable and deciders.exploration.explores(p, judgement.bar, policy.max_false_hit_rate, deciders.draw()):
         reason = Reason.EXPLORED
     return Decision(reason, candidates[index].similarity, chosen=index, probability=p, bar=judgement.bar,
-                    version=judgement.version, max_false_hit_rate=policy.max_false_hit_rate)
+                    version=judgement.version, max_false_hit_rate=policy.max_false_hit_rate,
+                    basis="same content" if judgement.same_content else None)
 
 
 def _by_threshold(query: str, candidates: Sequence[Candidate], policy: MatchPolicy, deciders: Deciders,

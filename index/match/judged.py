@@ -11,6 +11,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from index.guards.form import same_content
 from index.judge.features import MISSING, EntryHistory, JudgeInput
 from index.judge.model import check_budget
 from index.match.outcome import Candidate
@@ -41,6 +42,9 @@ class Judgement:
     max_false_hit_rate: float
     chosen: int | None = None
     best: int | None = None
+    # The served candidate asks the same as the request in other words only (`index.guards.form`): served
+    # whatever its probability.
+    same_content: bool = False
 
     @property
     def hit(self) -> bool:
@@ -93,6 +97,17 @@ def judge(
     ]
     p = setup.judge.probabilities(items)
     best = int(np.argmax(p))
-    served = best if float(p[best]) >= bar else None
-    return Judgement(chosen, tuple(float(x) for x in p), bar, setup.judge.version, setup.max_false_hit_rate,
-                     served, best)
+    probabilities = tuple(float(x) for x in p)
+    if float(p[best]) >= bar:
+        return Judgement(chosen, probabilities, bar, setup.judge.version, setup.max_false_hit_rate, best, best)
+    # Below the bar, a candidate with the request's own content words in the same order (a plain rewording)
+    # still asks the same question; the most probable such one is served.
+    same = [i for i in np.argsort(-p, kind="stable") if same_content(query, chosen[int(i)].prompt)]
+    served = int(same[0]) if same and _same_context(query_context, chosen[int(same[0])].context) else None
+    return Judgement(chosen, probabilities, bar, setup.judge.version, setup.max_false_hit_rate, served, best,
+                     same_content=served is not None)
+
+
+def _same_context(query_context: str | None, cached_context: str | None) -> bool:
+    """Conversations: a rewording of the last message is the same question only in the same context."""
+    return query_context is None or query_context == cached_context
