@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from index.bar import raised
 from index.judge import NEVER, Judge
 from index.judge_features import MISSING, EntryHistory, JudgeInput
 
@@ -69,6 +70,8 @@ class JudgeSetup:
     max_false_hit_rate: float = DEFAULT_MAX_FALSE_HIT_RATE
     candidates: int = DEFAULT_JUDGE_CANDIDATES
     histories: Mapping[int, EntryHistory] = field(default_factory=dict)
+    # Steps the bar is moved from the calibrated cut by the live budget (`index.bar`); 0 = the prior.
+    bar_level: int = 0
 
     def __post_init__(self) -> None:
         if not 0.0 < self.max_false_hit_rate < 1.0:
@@ -91,7 +94,7 @@ def judge(
 ) -> Judgement:
     """Score the first K candidates (most similar first) and serve the most probable one above the bar."""
     chosen = tuple(candidates[: setup.candidates])
-    bar = setup.judge.cut(setup.max_false_hit_rate)
+    bar = raised(setup.judge.cut(setup.max_false_hit_rate), setup.bar_level)
     if not chosen:
         return Judgement((), (), bar, setup.judge.version, setup.max_false_hit_rate)
     sims = [c.similarity for c in chosen]

@@ -80,6 +80,12 @@ class Settings(BaseSettings):
     decision_log_floor: float = Field(
         DEFAULT_LOG_FLOOR, ge=-1.0, le=1.0, description="Log semantic decisions from this similarity")
     audit_rate: float = Field(0.01, ge=0.0, le=1.0, description="Share of semantic hits re-asked upstream")
+    audit_calls_per_hour: int = Field(
+        120, ge=0, description="Ceiling on the extra audits per hour: audits beyond DEJA_AUDIT_RATE's share, sampled "
+        "densely where hits are riskier (a namespace over budget, uncertain candidates, young entries); 0 = none")
+    label_model: str | None = Field(
+        None, description="Model of the chat upstream that labels audits, shadows and explorations (an LLM judge "
+        "of the two prompts and answers); empty = compare the answers' embeddings")
     audit_concurrency: int = Field(4, ge=1, description="Background audits in flight at most")
     shadow_labels: bool = Field(True, description="Label near-misses by comparing the fresh answer")
     explore_rate: float = Field(
@@ -119,7 +125,7 @@ class Settings(BaseSettings):
     def _comma_separated(cls, value: object) -> object:
         return tuple(h.strip().lower() for h in value.split(",") if h.strip()) if isinstance(value, str) else value
 
-    @field_validator("shared_namespace", "min_similarity", "judge_model", mode="before")
+    @field_validator("shared_namespace", "min_similarity", "judge_model", "label_model", mode="before")
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value

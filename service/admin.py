@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from index.decision_log import Label, LabelSource
 from index.keys import namespace_for
+from service.budget import BudgetReport, Evidence
 from service.deps import (
     DecisionLogDep,
     EntryStoreDep,
@@ -60,6 +61,21 @@ async def feedback(
 @admin_router.get("/stats")
 async def stats(rt: RuntimeDep) -> dict[str, Any]:
     return await run_in_threadpool(rt.stats)
+
+
+@admin_router.get("/budget")
+async def budget(rt: RuntimeDep) -> BudgetReport:
+    """The false-hit budget on this deployment's traffic, per (namespace, API), read afresh from the log."""
+    await run_in_threadpool(rt.flush_decisions)
+    await run_in_threadpool(rt.budget.refresh)
+    return rt.budget.report()
+
+
+@admin_router.get("/budget/evidence")
+async def budget_evidence(rt: RuntimeDep) -> Evidence:
+    """The latest moves of the namespaces' bars with their evidence, and the remembered differences with the
+    number of later decisions each changed."""
+    return rt.budget.evidence()
 
 
 @admin_router.get("/entries/{entry_id}")

@@ -17,9 +17,13 @@ import httpx
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
+from index.audit_sampler import AuditSampler
+from index.bar import raised
+from index.bar_book import BarBook
 from index.batching import BatchingConfig, BatchingEmbedder, Lane, available_cores, embedding_threads
 from index.cache import Cache, CacheConfig
 from index.decision_log import DecisionLog, DecisionRecord
+from index.differences import Differences
 from index.embedder import Embedder, make_embedder
 from index.errors import StoreUnavailable
 from index.exact import ExactCache, LruExactCache, RedisExactCache
@@ -33,8 +37,10 @@ from index.sharding import Shard
 from index.snapshot import SnapshotDir
 from index.stages import build_stages
 from index.store import EntryStore, make_engine
+from service.budget import BudgetKeeper
 from service.credentials import credential_policy
 from service.dialects.base import UpstreamName
+from service.label_judge import LabelJudge
 from service.metrics import Metrics
 from service.settings import Settings
 from service.upstream import Upstream
@@ -88,14 +94,25 @@ class Thresholds:
 
     policy: MatchPolicy
     by_namespace: dict[str, tuple[float, int]] = field(default_factory=dict)
+    # The live budget's bar levels (`index.bar_book`); None = every namespace at the prior.
+    bars: BarBook | None = None
 
     @property
     def default(self) -> float:
         return self.policy.min_similarity
 
-    def policy_for(self, namespace: str) -> MatchPolicy:
+    def prior_for(self, namespace: str) -> MatchPolicy:
+        """The namespace's policy before the live budget moves its bar."""
         chosen = self.by_namespace.get(namespace) or self.by_namespace.get("*")
         return self.policy.at(chosen[0]) if chosen else self.policy
+
+    def policy_for(self, namespace: str) -> MatchPolicy:
+        """The prior with the namespace's bar level: the judge's bar, or the cosine threshold, moved."""
+        policy = self.prior_for(namespace)
+        level = 0 if self.bars is None else self.bars.level(namespace)
+        if level == 0:
+            return policy
+        return policy.at_level(level) if policy.judged else policy.at(raised(policy.min_similarity, level))
 
 
 class Runtime:
@@ -132,9 +149,15 @@ class Runtime:
         self.maintainer = Maintainer(self.cache, settings.max_entries, clock=self.clock,
                                      recount_seconds=settings.recount_interval_seconds)
         self.decisions = DecisionLog(self.engine)
-        self.thresholds = Thresholds(self.policy)
+        self.bars = BarBook(settings.max_false_hit_rate, self.clock)
+        self.thresholds = Thresholds(self.policy, bars=self.bars)
+        self.differences = Differences()
+        self.audit_sampler = AuditSampler(settings.audit_rate, settings.audit_calls_per_hour, self.clock)
+        self.budget = BudgetKeeper(self.engine, self.bars, self.metrics, self.differences, self.prior_bar)
         self.upstream = build_upstream(settings, settings.upstream_url, parts.transport)
         self.anthropic_upstream = build_upstream(settings, settings.anthropic_upstream_url, parts.transport)
+        self.label_judge = None if settings.label_model is None else LabelJudge(
+            settings.label_model, self.upstream, self.metrics, settings.prices_per_1k_tokens.get(settings.label_model))
         self.secret = settings.secret_bytes()
         self.credentials = credential_policy(settings)
         self._pending: list[DecisionRecord] = []
@@ -143,6 +166,13 @@ class Runtime:
         self._task: asyncio.Task[None] | None = None
         self.audit_slots = asyncio.Semaphore(settings.audit_concurrency)
         self.background: set[asyncio.Task[None]] = set()
+
+    def prior_bar(self, namespace: str) -> float:
+        """The namespace's bar before the live budget moves it: the judge's cut, or the cosine threshold."""
+        policy = self.thresholds.prior_for(namespace)
+        if policy.judged and self.cache.judge is not None:
+            return self.cache.judge.cut(policy.max_false_hit_rate)
+        return policy.min_similarity
 
     def upstream_for(self, name: UpstreamName) -> Upstream:
         return self.anthropic_upstream if name is UpstreamName.ANTHROPIC else self.upstream
@@ -212,6 +242,7 @@ class Runtime:
         if evict:
             self.metrics.evictions.inc(self.maintainer.evict())
             self._label_metrics()
+            self.budget.refresh()
             if self.policy.judged:
                 self.cache.histories = self.decisions.entry_histories()
         self.sync_judge()

@@ -1,0 +1,42 @@
+"""The gateway's hooks into the live budget: a remembered wrong difference turns a would-be hit into a miss
+(`index.differences`), and the audit sampler (`index.audit_sampler`) decides which served hits are audited."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from index.audit_sampler import HitFacts
+from index.judge_rule import JUDGE_STAGE
+from index.policy import MatchPolicy
+from index.records import Lookup, Verdict
+from index.rule import Reason
+from service.label_judge import LabelCase
+from service.runtime import Runtime
+
+DIFFERENCE_STAGE = "difference"
+
+
+def difference_veto(rt: Runtime, namespace: str, prompt: str, lookup: Lookup) -> Lookup:
+    """`lookup`, or for a semantic hit whose two prompts differ by a remembered wrong difference, a miss vetoed by
+    `difference` (it goes upstream; its candidate is shadow-labelled like any near-miss)."""
+    decision = lookup.decision
+    if lookup.verdict is not Verdict.SEMANTIC_HIT or decision is None or lookup.candidate_prompt is None:
+        return lookup
+    if rt.differences.veto(namespace, prompt, lookup.candidate_prompt) is None:
+        return lookup
+    rt.metrics.differences.inc()
+    return dataclasses.replace(lookup, verdict=Verdict.MISS, response=None, decision=dataclasses.replace(
+        decision, reason=Reason.VETOED, vetoed_by=DIFFERENCE_STAGE))
+
+
+def hit_facts(rt: Runtime, namespace: str, lookup: Lookup, policy: MatchPolicy) -> HitFacts:
+    decision = lookup.decision
+    stages = decision.stages if decision is not None else ()
+    p = next((s.score for s in stages if s.stage == JUDGE_STAGE and s.score is not None), None)
+    bar = rt.budget.bar(namespace) if policy.judged else None
+    created = lookup.response.created_at if lookup.response is not None else rt.clock()
+    return HitFacts(rt.bars.level(namespace) > 0, p, bar, rt.clock() - created)
+
+
+def label_case(namespace: str, prompt: str, lookup: Lookup) -> LabelCase:
+    return LabelCase(namespace, prompt, lookup.candidate_prompt or "", lookup.verdict is Verdict.SEMANTIC_HIT)
