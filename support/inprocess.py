@@ -18,6 +18,7 @@ from index.embedder import HashEmbedder
 from service.app import create_app
 from service.runtime import Parts, Runtime
 from service.settings import Settings
+from support.label_stub import LabelStub, is_label_call
 from support.stub_dialects import CUT_AFTER, ChatApi, MessagesApi, ResponsesApi, StubApi
 
 CHAT = "/v1/chat/completions"
@@ -35,6 +36,7 @@ class MockUpstream:
         self.failures: deque[str] = deque()
         self.transport = httpx.MockTransport(self._handle)
         self.apis: dict[str, StubApi] = {api.path: api for api in (ChatApi(), MessagesApi(), ResponsesApi())}
+        self.labels = LabelStub()
 
     @property
     def chat_calls(self) -> int:
@@ -58,6 +60,8 @@ class MockUpstream:
             return httpx.Response(int(failure), json=api.error(int(failure), f"stub {failure}"))
         body = json.loads(request.content)
         n = self.calls_to(api.path)
+        if isinstance(api, ChatApi) and is_label_call(body):
+            return httpx.Response(200, json=api.answer(body, n, self.labels.content(body), "ok"))
         text = f"answer {n} to: {api.last_text(body)}"
         outcome = failure or "ok"
         if body.get("stream"):
