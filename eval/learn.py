@@ -5,10 +5,16 @@ from what a gateway sees: exploration (uncertain would-be hits sent upstream), s
 upstream anyway, their fresh answer compared with the candidate's) and audits (a share of hits re-asked). The
 trace's intents stand in for the upstream's answers. Then the judge is refitted on those labels on top of the
 prior (`fit_judge`) and the rest of the trace is served with it; the cache carries on, nothing is reset.
+
+Throughout, the live budget runs as on a gateway (`eval.live_budget`): audits drawn by the gateway's sampler under
+its hourly ceiling (the trace arrives at `requests_per_hour`), labels from an LLM label judge that the intents
+answer, the namespace's bar moving with the audits, remembered differences vetoing their recurrences. Each part
+reports the estimate and bound the gateway would have shown and the label calls it spent.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import Counter
 from collections.abc import Sequence
@@ -18,9 +24,11 @@ import numpy as np
 import numpy.typing as npt
 
 from eval.datasets import StreamRequest
+from eval.live_budget import BudgetShown, LiveBudget
 from eval.metrics import Tally, rate
 from eval.refit import refit_judge
 from eval.replay import Upstream, answer_text, stub_upstream
+from index.audit_sampler import HitFacts
 from index.embedder import Embedder
 from index.explore import Exploration
 from index.judge import Judge
@@ -43,6 +51,9 @@ class LearnConfig:
     candidates: int = 5
     min_similarity: float = 0.5
     seed: int = 0
+    # The ceiling on extra audits (DEJA_AUDIT_CALLS_PER_HOUR) and the simulated arrival rate of the trace.
+    audit_calls_per_hour: int = 120
+    requests_per_hour: float = 3600.0
 
     def __post_init__(self) -> None:
         if not 0.0 < self.fraction < 1.0:
@@ -62,6 +73,8 @@ class PartRates:
     semantic: int
     wrong: int
     judge_version: str
+    # What /deja/budget would have shown at the end of the part, and the label calls spent in it.
+    budget: BudgetShown | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +104,7 @@ class _Entry:
     entry_id: int
     prompt: str
     answer: str
+    created: float = 0.0
 
 
 class Deployment:
@@ -106,6 +120,9 @@ class Deployment:
         self.exact: dict[str, str] = {}
         self.histories: dict[int, EntryHistory] = {}
         self.labels: list[LabeledInput] = []
+        self.now = 0.0
+        self.live = LiveBudget(config.max_false_hit_rate, config.audit_rate, config.audit_calls_per_hour,
+                               lambda: self.now)
         self.use(judge_in_force)
 
     def use(self, model: Judge) -> None:
@@ -114,6 +131,7 @@ class Deployment:
     def serve(self, requests: Sequence[StreamRequest], upstream: Upstream) -> Tally:
         counts = Tally()
         for request in requests:
+            self.now += 3600.0 / self.config.requests_per_hour
             self._one(request, answer_text(upstream(request)), counts)
         return counts
 
@@ -124,8 +142,14 @@ class Deployment:
             counts.score(cached == expected)
             return
         found = self._candidates(request.prompt)
-        verdict = judge(request.prompt, [c for c, _ in found], self.setup)
-        if verdict.chosen is not None:
+        level = self.live.level
+        verdict = judge(request.prompt, [c for c, _ in found], dataclasses.replace(self.setup, bar_level=level))
+        prompt = request.prompt
+        if verdict.chosen is not None and self.live.vetoes(prompt, found[verdict.chosen][1].prompt):
+            entry = found[verdict.chosen][1]
+            self.live.near_miss(prompt, entry.prompt, self._label(prompt, verdict, verdict.chosen, entry, expected,
+                                                                  "shadow"))
+        elif verdict.chosen is not None:
             entry = found[verdict.chosen][1]
             p = verdict.probabilities[verdict.chosen]
             draw = self.rng.random()
@@ -133,14 +157,19 @@ class Deployment:
                 counts.semantic += 1
                 self._served(entry.entry_id)
                 counts.score(entry.answer == expected)
-                if self.rng.random() < self.config.audit_rate:
-                    self._label(request.prompt, verdict, verdict.chosen, entry, expected, "audit")
+                facts = HitFacts(level > 0, p, verdict.bar, self.now - entry.created)
+                if self.live.draw_audit(facts, self.rng.random()):
+                    same = self._label(prompt, verdict, verdict.chosen, entry, expected, "audit")
+                    self.live.audit(prompt, entry.prompt, same)
                 return
             counts.explored += 1
-            self._label(request.prompt, verdict, verdict.chosen, entry, expected, "explore")
+            same = self._label(prompt, verdict, verdict.chosen, entry, expected, "explore")
+            self.live.near_miss(prompt, entry.prompt, same)
         elif verdict.best is not None and found[verdict.best][0].similarity >= self.config.shadow_floor:
-            self._label(request.prompt, verdict, verdict.best, found[verdict.best][1], expected, "shadow")
-        self._store(request.prompt, expected)
+            entry = found[verdict.best][1]
+            self.live.near_miss(prompt, entry.prompt, self._label(prompt, verdict, verdict.best, entry, expected,
+                                                                  "shadow"))
+        self._store(prompt, expected)
 
     def _candidates(self, prompt: str) -> list[tuple[JudgedCandidate, _Entry]]:
         if not self.entries:
@@ -150,7 +179,7 @@ class Deployment:
         return [(JudgedCandidate(self.entries[i].entry_id, self.entries[i].prompt, float(sims[i])), self.entries[i])
                 for i in order if sims[i] >= self.config.min_similarity]
 
-    def _label(self, prompt: str, verdict: Judgement, index: int, entry: _Entry, expected: str, source: str) -> None:
+    def _label(self, prompt: str, verdict: Judgement, index: int, entry: _Entry, expected: str, source: str) -> bool:
         # The features exactly as the judge saw them when it decided (rank, margin, the entry's history then).
         sims = [c.similarity for c in verdict.candidates]
         candidate = verdict.candidates[index]
@@ -160,13 +189,14 @@ class Deployment:
         self.labels.append(LabeledInput(item, same, source))
         old = self.histories.get(entry.entry_id, EntryHistory())
         self.histories[entry.entry_id] = EntryHistory(old.served, old.same + same, old.different + (not same))
+        return same
 
     def _served(self, entry_id: int) -> None:
         old = self.histories.get(entry_id, EntryHistory())
         self.histories[entry_id] = EntryHistory(old.served + 1, old.same, old.different)
 
     def _store(self, prompt: str, answer: str) -> None:
-        entry = _Entry(len(self.entries) + 1, prompt, answer)
+        entry = _Entry(len(self.entries) + 1, prompt, answer, self.now)
         self.entries.append(entry)
         self.matrix = np.vstack([self.matrix, self.vectors[prompt][None, :]])
         self.exact[prompt] = answer
@@ -182,16 +212,19 @@ def run_learn(
     cut = max(1, min(len(requests) - 1, round(config.fraction * len(requests))))
     deployment = Deployment(vectors, prior, config)
     before = deployment.serve(requests[:cut], upstream)
+    shown_before = deployment.live.shown()
     gathered = list(deployment.labels)
     learned_judge, note = _refit(gathered, prior, config.seed)
     deployment.use(learned_judge)
     after = deployment.serve(requests[cut:], upstream)
+    shown_after = deployment.live.shown()
     sources = Counter(label.source for label in gathered)
     return LearnReport(
         stream=stream, embedder=embedder.model_id, fraction=config.fraction,
         max_false_hit_rate=config.max_false_hit_rate, labels=dict(sorted(sources.items())),
         labels_same=sum(label.same for label in gathered), refit=note,
-        before=_rates(cut, before, prior.version), learned=_rates(len(requests) - cut, after, learned_judge.version),
+        before=_rates(cut, before, prior.version, shown_before),
+        learned=_rates(len(requests) - cut, after, learned_judge.version, shown_after),
     )
 
 
@@ -203,10 +236,10 @@ def _refit(labels: Sequence[LabeledInput], prior: Judge, seed: int) -> tuple[Jud
     return fitted, f"refitted on {len(labels)} labels"
 
 
-def _rates(requests: int, counts: Tally, version: str) -> PartRates:
+def _rates(requests: int, counts: Tally, version: str, budget: BudgetShown) -> PartRates:
     served = counts.served
     return PartRates(
         requests=requests, served=rate(served, requests), correct=rate(counts.correct, requests),
         wrong_over_served=rate(counts.wrong, served), explored=rate(counts.explored, requests),
-        exact=counts.exact, semantic=counts.semantic, wrong=counts.wrong, judge_version=version,
+        exact=counts.exact, semantic=counts.semantic, wrong=counts.wrong, judge_version=version, budget=budget,
     )
