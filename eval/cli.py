@@ -423,7 +423,8 @@ def replay(
         "shipped judge and labelled only as a gateway would (exploration at DEJA_EXPLORE_RATE, shadows of "
         "near-misses, audits at DEJA_AUDIT_RATE and denser where riskier, up to DEJA_AUDIT_CALLS_PER_HOUR), "
         "then the judge is refitted and serves the rest. Throughout, the bar follows the audits and remembered "
-        "differences veto their recurrences, as on a gateway. The budget is the first --budget.", metavar="FRACTION")] = None,
+        "differences veto their recurrences, as on a gateway. The budget is the first --budget.",
+        metavar="FRACTION")] = None,
     stages: StagesOption = None,
     as_json: JsonOption = False,
     embedder: EmbedderOption = EmbedderName.MINILM,
