@@ -21,6 +21,7 @@ from service.deps import (
     require_admin,
 )
 from service.errors import NotFound
+from service.evidence import teach
 from service.json_input import JsonBodyRoute
 
 
@@ -55,6 +56,7 @@ async def feedback(
         raise NotFound(f"No semantic decision with request_id {body.request_id!r}.")
     label = Label(body.request_id, LabelSource.FEEDBACK, body.correct, rt.clock(), body.detail)
     await run_in_threadpool(decisions.label, label)
+    teach(rt, decision, body.correct)
     return {"request_id": body.request_id, "recorded": True}
 
 

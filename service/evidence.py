@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from index.audit_sampler import HitFacts
+from index.decision_log import DecisionRecord
 from index.judge_rule import JUDGE_STAGE
 from index.policy import MatchPolicy
 from index.records import Lookup, Verdict
@@ -40,3 +41,10 @@ def hit_facts(rt: Runtime, namespace: str, lookup: Lookup, policy: MatchPolicy) 
 
 def label_case(namespace: str, prompt: str, lookup: Lookup) -> LabelCase:
     return LabelCase(namespace, prompt, lookup.candidate_prompt or "", lookup.verdict is Verdict.SEMANTIC_HIT)
+
+
+def teach(rt: Runtime, decision: DecisionRecord, correct: bool) -> None:
+    """A feedback or human label: a wrong served hit or a right near-miss teaches its difference."""
+    served = decision.verdict == Verdict.SEMANTIC_HIT.value
+    if decision.candidate_prompt is not None and correct != served:
+        rt.differences.remember(decision.namespace, decision.prompt, decision.candidate_prompt, correct)

@@ -77,6 +77,9 @@ async def test_budget_reports_served_audited_and_wrong_hits_with_their_bound(tmp
         # One wrong audit with the bound above the budget: the namespace's cosine threshold rose from 0.90.
         assert row["bar"] == pytest.approx(0.95)
         assert await gw.metric("deja_budget_max_false_hit_rate") == 0.02
+        # The wrong feedback taught its difference: the inserted "please".
+        evidence = (await gw.client.get("/deja/budget/evidence", headers=ADMIN)).json()
+        assert [(d["a"], d["b"], d["same"]) for d in evidence["differences"]] == [("", "please", False)]
 
 
 @pytest.mark.asyncio
