@@ -40,7 +40,8 @@ class LiveBudget:
     def __init__(self, budget: float, audit_rate: float, audit_calls_per_hour: int,
                  clock: Callable[[], float]) -> None:
         self.clock = clock
-        self.sampler = AuditSampler(audit_rate, audit_calls_per_hour, clock)
+        # Each audit re-asks the upstream and calls the label judge: two calls.
+        self.sampler = AuditSampler(audit_rate, audit_calls_per_hour, clock, calls_per_audit=2)
         self.bars = BarBook(budget, clock)
         self.differences = Differences()
         self.served = self.audited = self.wrong = 0
@@ -75,8 +76,9 @@ class LiveBudget:
             self.differences.remember(NAMESPACE, prompt, candidate, same=False)
 
     def near_miss(self, prompt: str, candidate: str, same: bool) -> None:
-        """A shadow or exploration label (one label call; the fresh answer was fetched anyway)."""
-        self._calls["label"] += 1
+        """A shadow or exploration label: one label call while the hour's allowance has room (the fresh answer
+        was fetched anyway), else answer comparison, free (the replay's labels are the intents either way)."""
+        self._calls["label"] += self.sampler.spend(1)
         if same:
             self.differences.remember(NAMESPACE, prompt, candidate, same=True)
 

@@ -1,7 +1,8 @@
 """Which served semantic hits are audited: `DEJA_AUDIT_RATE` of them as the default share, and more where an audit
 teaches most (a namespace whose bar is raised, a candidate just above the bar, a young entry), each boost a
-multiple of the default share; extra audits stop at `DEJA_AUDIT_CALLS_PER_HOUR`. The gateway and
-`eval replay --learn` draw with the same sampler."""
+multiple of the default share. The extra upstream calls of labelling (extra audits, and LLM label calls for
+shadows and explorations) share one hourly allowance, `DEJA_AUDIT_CALLS_PER_HOUR`; base-share audits do not
+draw on it. The gateway and `eval replay --learn` use the same sampler."""
 
 from __future__ import annotations
 
@@ -41,9 +42,11 @@ class HitFacts:
 class AuditSampler:
     """Thread-safe; `clock` is wall-clock seconds."""
 
-    def __init__(self, rate: float, calls_per_hour: int, clock: Callable[[], float]) -> None:
+    def __init__(self, rate: float, calls_per_hour: int, clock: Callable[[], float], calls_per_audit: int = 1) -> None:
+        """`calls_per_audit`: upstream calls one audit makes (the re-ask, plus the label call with a label model)."""
         self.rate = rate
         self.calls_per_hour = calls_per_hour
+        self.calls_per_audit = calls_per_audit
         self.clock = clock
         self._extra: deque[float] = deque()
         self._lock = threading.Lock()
@@ -67,14 +70,15 @@ class AuditSampler:
         factor, reason = self.boost(facts)
         if reason is AuditReason.BASE or u >= min(1.0, self.rate * factor):
             return None
-        return reason if self._take() else None
+        return reason if self.spend(self.calls_per_audit) else None
 
-    def _take(self) -> bool:
+    def spend(self, calls: int) -> bool:
+        """Take `calls` from the last hour's allowance; False (nothing taken) when it has no room for them."""
         now = self.clock()
         with self._lock:
             while self._extra and now - self._extra[0] >= HOUR:
                 self._extra.popleft()
-            if len(self._extra) >= self.calls_per_hour:
+            if len(self._extra) + calls > self.calls_per_hour:
                 return False
-            self._extra.append(now)
+            self._extra.extend([now] * calls)
             return True

@@ -50,6 +50,10 @@ class Labeler:
     async def _label(self, request_id: str, source: LabelSource, case: LabelCase, fresh: str, cached: str,
                      headers: dict[str, str]) -> None:
         judge = self.rt.label_judge
+        if judge is not None and source is not LabelSource.AUDIT and not self.rt.audit_sampler.spend(1):
+            # Over the hour's allowance: this shadow or exploration is labelled by answer comparison instead.
+            self.rt.metrics.label_calls.labels("over_ceiling").inc()
+            judge = None
         if judge is not None:
             same = await judge.same(case, cached, fresh, headers)
             if same is None:

@@ -152,7 +152,8 @@ class Runtime:
         self.bars = BarBook(settings.max_false_hit_rate, self.clock)
         self.thresholds = Thresholds(self.policy, bars=self.bars)
         self.differences = Differences()
-        self.audit_sampler = AuditSampler(settings.audit_rate, settings.audit_calls_per_hour, self.clock)
+        self.audit_sampler = AuditSampler(settings.audit_rate, settings.audit_calls_per_hour, self.clock,
+                                          calls_per_audit=1 if settings.label_model is None else 2)
         self.budget = BudgetKeeper(self.engine, self.bars, self.metrics, self.differences, self.prior_bar)
         self.upstream = build_upstream(settings, settings.upstream_url, parts.transport)
         self.anthropic_upstream = build_upstream(settings, settings.anthropic_upstream_url, parts.transport)

@@ -126,3 +126,15 @@ async def test_a_label_reply_that_is_not_a_verdict_gives_no_label(tmp_path: Path
         assert await asyncio.to_thread(wait_for, lambda: gw.upstream.labels.calls)
         assert await asyncio.to_thread(wait_for, lambda: _no_label_count(gw) == 1)
         assert _labels(gw, LabelSource.AUDIT) == []
+
+
+@pytest.mark.asyncio
+async def test_over_the_hourly_ceiling_a_shadow_is_labelled_by_answer_comparison(tmp_path: Path) -> None:
+    async with inprocess_gateway(tmp_path, label_model="judge-llm", audit_calls_per_hour=0) as gw:
+        await gw.chat("how do i reset my password")
+        near = await gw.chat("how do i reset my password please now")
+        assert near.headers["x-deja-veto"] == "below_threshold"
+        assert await asyncio.to_thread(wait_for, lambda: _labels(gw, LabelSource.SHADOW)) == [False]
+        assert gw.upstream.labels.calls == []
+        assert gw.runtime.metrics.registry.get_sample_value(
+            "deja_label_calls_total", {"outcome": "over_ceiling"}) == 1
