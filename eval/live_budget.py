@@ -1,16 +1,16 @@
-"""The live budget inside `eval replay --learn`: the same audit sampler, bar levels and remembered differences as
-the gateway (`index.audit_sampler`, `index.bar_book`, `index.differences`), fed by labels the trace's intents
-answer (an LLM label judge that is always right), with the upstream calls they cost counted."""
+"""The live budget inside `eval replay --learn`: the same audit sampler, bar levels and remembered differences
+as the gateway (`index.match.audit_sampler`, `index.match.bar_book`, `index.match.differences`), fed by labels
+the trace's intents answer (an LLM label judge that is always right), with the upstream calls they cost counted."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from index.audit_sampler import AuditReason, AuditSampler, HitFacts
-from index.bar_book import BarBook
-from index.budget import BudgetTally
-from index.differences import Differences
+from index.match.audit_sampler import AuditReason, AuditSampler, HitFacts
+from index.match.bar_book import BarBook
+from index.match.budget import BudgetTally
+from index.match.differences import Differences
 
 # The replay is one namespace.
 NAMESPACE = "trace"

@@ -10,7 +10,7 @@ from eval.live_budget import BudgetShown
 from eval.metrics import rate, trials_needed
 from eval.replay import ReplayReport, ReplayRow
 from eval.sweep import StageVetoes, Sweep, SweepPoint, SweepReport, ThresholdChoice
-from index.judge_rule import JUDGE_STAGE
+from index.match.outcome import JUDGE_STAGE
 
 if TYPE_CHECKING:
     from eval.fit import FitReport

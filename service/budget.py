@@ -1,5 +1,5 @@
-"""The live false-hit budget: reads the per-(namespace, API) tallies (`index.budget`), moves each namespace's bar
-(`index.bar_book`), exports both as gauges and answers `GET /deja/budget`."""
+"""The live false-hit budget: reads the per-(namespace, API) tallies (`index.storage.budget`), moves each namespace's
+bar (`index.match.bar_book`), exports both as gauges and answers `GET /deja/budget`."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from collections.abc import Callable
 from pydantic import BaseModel
 from sqlalchemy import Engine
 
-from index.bar import raised
-from index.bar_book import BarBook, BarChange
-from index.budget import BudgetTally, budget_tallies
-from index.differences import Differences
+from index.match.bar import raised
+from index.match.bar_book import BarBook, BarChange
+from index.match.budget import BudgetTally
+from index.match.differences import Differences
+from index.storage.budget import budget_tallies
 from service.metrics import Metrics
 
 

@@ -1,16 +1,16 @@
 """The gateway's hooks into the live budget: a remembered wrong difference turns a would-be hit into a miss
-(`index.differences`), and the audit sampler (`index.audit_sampler`) decides which served hits are audited."""
+(`index.match.differences`), and the audit sampler (`index.match.audit_sampler`) decides which served hits are
+audited."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from index.audit_sampler import HitFacts
-from index.decision_log import DecisionRecord
-from index.judge_rule import JUDGE_STAGE
-from index.policy import MatchPolicy
-from index.records import Lookup, Verdict
-from index.rule import Reason
+from index.match.audit_sampler import HitFacts
+from index.match.outcome import Lookup, Reason
+from index.match.policy import MatchPolicy
+from index.records import Verdict
+from index.storage.decision_log import DecisionRecord
 from service.label_judge import LabelCase
 from service.runtime import Runtime
 
@@ -32,9 +32,8 @@ def difference_veto(rt: Runtime, namespace: str, prompt: str, lookup: Lookup) ->
 
 def hit_facts(rt: Runtime, namespace: str, lookup: Lookup, policy: MatchPolicy) -> HitFacts:
     decision = lookup.decision
-    stages = decision.stages if decision is not None else ()
-    p = next((s.score for s in stages if s.stage == JUDGE_STAGE and s.score is not None), None)
-    bar = rt.budget.bar(namespace) if policy.judged else None
+    p = decision.probability if decision is not None else None
+    bar = decision.bar if decision is not None and policy.judged else None
     created = lookup.response.created_at if lookup.response is not None else rt.clock()
     return HitFacts(rt.bars.level(namespace) > 0, p, bar, rt.clock() - created)
 

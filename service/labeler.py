@@ -2,7 +2,7 @@
 semantic hits. Neither delays a response: both run as background tasks, audits with bounded concurrency
 (skipped, not queued, when full). A label compares the two answers' embeddings, or, with `DEJA_LABEL_MODEL`, is
 the LLM label judge's verdict (`service.label_judge`); a wrong hit or a right near-miss teaches its difference
-(`index.differences`)."""
+(`index.match.differences`)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
-from index.decision_log import Label, LabelSource
 from index.errors import Overloaded, StoreUnavailable
+from index.storage.decision_log import Label, LabelSource
 from service.dialects import Dialect
 from service.errors import UpstreamError
 from service.label_judge import LabelCase

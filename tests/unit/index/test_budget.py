@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from index.audit_sampler import AuditReason, AuditSampler, HitFacts
-from index.bar import raised
-from index.bar_book import BarBook
-from index.budget import BudgetTally, budget_tallies, upper_bound
-from index.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
-from index.differences import Differences, difference
-from index.rule import Reason
-from index.store import EntryStore, make_engine
+from index.match.audit_sampler import AuditReason, AuditSampler, HitFacts
+from index.match.bar import raised
+from index.match.bar_book import BarBook
+from index.match.budget import BudgetTally, upper_bound
+from index.match.differences import Differences, difference
+from index.match.outcome import Reason
+from index.storage.budget import budget_tallies
+from index.storage.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
+from index.storage.entries import EntryStore, make_engine
 
 
 @pytest.mark.parametrize(("wrong", "audited", "expected"), [

@@ -5,13 +5,15 @@ that keeps a later near-twin from being served."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from index.decision_log import LabelSource
+from index.storage.decision_log import LabelSource
+from service.runtime import Parts
 from support.inprocess import ADMIN_TOKEN, InProcessGateway, inprocess_gateway
 from support.waiting import wait_for
 
@@ -85,8 +87,8 @@ async def test_budget_reports_served_audited_and_wrong_hits_with_their_bound(tmp
 @pytest.mark.asyncio
 async def test_a_label_model_labels_audits_and_a_wrong_hit_raises_the_bar_and_teaches_its_difference(
         tmp_path: Path) -> None:
-    async with inprocess_gateway(tmp_path, decision="judge", audit_rate=1.0, label_model="gpt-4o-mini") as gw:
-        gw.runtime.cache.judge = FixedJudge(0.93)  # type: ignore[assignment]
+    async with inprocess_gateway(tmp_path, Parts(judge=FixedJudge(0.93)), decision="judge", audit_rate=1.0,
+                                 label_model="gpt-4o-mini") as gw:
         await gw.chat("how do i pin a message")
         hit = await gw.chat("how do i unpin a message")
         assert hit.headers["x-deja-cache"] == "hit-semantic"
@@ -105,7 +107,7 @@ async def test_a_label_model_labels_audits_and_a_wrong_hit_raises_the_bar_and_te
         await gw.chat("how do i pin my notes")
         assert (await gw.chat("how do i pin my notes please")).headers["x-deja-veto"] == "judge_below_bar"
 
-        gw.runtime.cache.judge = FixedJudge(0.99)  # type: ignore[assignment]
+        gw.runtime.cache.deciders = dataclasses.replace(gw.runtime.cache.deciders, judge=FixedJudge(0.99))
         gw.runtime.audit_sampler.rate = 0.0  # no more audits: the next label would teach another difference
         await gw.chat("how do i pin a chat")
         vetoed = await gw.chat("how do i unpin a chat")
@@ -119,7 +121,7 @@ async def test_a_label_model_labels_audits_and_a_wrong_hit_raises_the_bar_and_te
 @pytest.mark.asyncio
 async def test_a_label_reply_that_is_not_a_verdict_gives_no_label(tmp_path: Path) -> None:
     async with inprocess_gateway(tmp_path, decision="judge", audit_rate=1.0, label_model="judge-llm") as gw:
-        gw.runtime.cache.judge = FixedJudge(0.99)  # type: ignore[assignment]
+        gw.runtime.cache.deciders = dataclasses.replace(gw.runtime.cache.deciders, judge=FixedJudge(0.99))
         gw.upstream.labels.reply = "I think they are the same."
         await gw.chat("how do i pin a message")
         await gw.chat("how do i unpin a message")
