@@ -67,7 +67,8 @@ def decide(
         return _by_threshold(query, candidates, policy, deciders, query_context)
     if deciders.judge is None:
         raise ValueError("a judge-mode policy needs a judge (index.judge.model.load_judge)")
-    setup = JudgeSetup(deciders.judge, policy.max_false_hit_rate, policy.judge_candidates, histories or {})
+    setup = JudgeSetup(deciders.judge, policy.max_false_hit_rate, policy.judge_candidates, histories or {},
+                       policy.bar_level)
     judgement = judge(query, candidates, setup, query_context)
     index = judgement.chosen if judgement.chosen is not None else judgement.best
     assert index is not None and judgement.probability is not None

@@ -14,6 +14,7 @@ import numpy.typing as npt
 from index.guards.form import same_content
 from index.judge.features import MISSING, EntryHistory, JudgeInput
 from index.judge.model import check_budget
+from index.match.bar import raised
 from index.match.outcome import Candidate
 from index.match.policy import DEFAULT_JUDGE_CANDIDATES, DEFAULT_MAX_FALSE_HIT_RATE
 
@@ -65,6 +66,8 @@ class JudgeSetup:
     max_false_hit_rate: float = DEFAULT_MAX_FALSE_HIT_RATE
     candidates: int = DEFAULT_JUDGE_CANDIDATES
     histories: Mapping[int, EntryHistory] = field(default_factory=dict)
+    # Steps the bar is moved from the calibrated cut by the live budget (`index.match.bar`); 0 = the prior.
+    bar_level: int = 0
 
     def __post_init__(self) -> None:
         check_budget(self.max_false_hit_rate)
@@ -86,7 +89,7 @@ def judge(
 ) -> Judgement:
     """Score the first K candidates (most similar first) and serve the most probable one above the bar."""
     chosen = tuple(candidates[: setup.candidates])
-    bar = setup.judge.cut(setup.max_false_hit_rate)
+    bar = raised(setup.judge.cut(setup.max_false_hit_rate), setup.bar_level)
     if not chosen:
         return Judgement((), (), bar, setup.judge.version, setup.max_false_hit_rate)
     sims = [c.similarity for c in chosen]
