@@ -20,6 +20,7 @@ from service.app import create_app
 from service.gateway import Gateway
 from service.runtime import Parts, Runtime
 from service.settings import Settings
+from support.label_stub import LabelStub, is_label_call
 from support.stub_dialects import CUT_AFTER, ChatApi, MessagesApi, ResponsesApi, StubApi
 
 CHAT = "/v1/chat/completions"
@@ -39,6 +40,7 @@ class MockUpstream:
         self.apis: dict[str, StubApi] = {api.path: api for api in (ChatApi(), MessagesApi(), ResponsesApi())}
         # When set, answers wait until the test opens it: requests stay upstream for as long as the test needs.
         self.gate: asyncio.Event | None = None
+        self.labels = LabelStub()
 
     @property
     def chat_calls(self) -> int:
@@ -64,6 +66,8 @@ class MockUpstream:
             return httpx.Response(int(failure), json=api.error(int(failure), f"stub {failure}"))
         body = json.loads(request.content)
         n = self.calls_to(api.path)
+        if isinstance(api, ChatApi) and is_label_call(body):
+            return httpx.Response(200, json=api.answer(body, n, self.labels.content(body), "ok"))
         text = f"answer {n} to: {api.last_text(body)}"
         outcome = failure or "ok"
         if body.get("stream"):
