@@ -131,9 +131,9 @@ async def inprocess_gateway(tmp_path: Path, parts: Parts | None = None, **settin
     upstream, clock = MockUpstream(), Clock()
     config = Settings(**{"data_dir": tmp_path, "namespace_secret": "test-secret", "admin_token": ADMIN_TOKEN,
                          "upstream_url": "http://upstream.test", "anthropic_upstream_url": "http://anthropic.test",
-                         # the cosine rule, whose hits follow from the lexical embedder's cosines; tests of the
-                         # judge (the default decision) pass decision="judge"
-                         "audit_rate": 0.0, "explore_rate": 0.0, "decision": "threshold",
+                         # Deja's defaults (the judge decides), except audits and exploration: they send a random
+                         # share of hits upstream, so tests of them set their rates (and fixed draws) themselves.
+                         "audit_rate": 0.0, "explore_rate": 0.0,
                          **settings})
     base = parts or Parts()
     app = create_app(config, dataclasses.replace(base, embedder=HashEmbedder(dim=256), transport=upstream.transport,

@@ -53,7 +53,8 @@ async def test_budget_needs_the_admin_token(tmp_path: Path) -> None:
 
 @pytest.mark.asyncio
 async def test_budget_reports_served_audited_and_wrong_hits_with_their_bound(tmp_path: Path) -> None:
-    async with inprocess_gateway(tmp_path) as gw:
+    # Threshold mode: its hits, and the threshold the evidence raises, follow from the lexical embedder's cosines.
+    async with inprocess_gateway(tmp_path, decision="threshold") as gw:
         assert (await gw.client.get("/deja/budget", headers=ADMIN)).json() == {"budget": 0.02, "namespaces": []}
         await gw.chat("how do i reset my password")
         ids = []
@@ -89,32 +90,32 @@ async def test_a_label_model_labels_audits_and_a_wrong_hit_raises_the_bar_and_te
         tmp_path: Path) -> None:
     async with inprocess_gateway(tmp_path, Parts(judge=FixedJudge(0.93)), decision="judge", audit_rate=1.0,
                                  label_model="gpt-4o-mini") as gw:
-        await gw.chat("how do i pin a message")
-        hit = await gw.chat("how do i unpin a message")
+        await gw.chat("how do i archive a channel")
+        hit = await gw.chat("how do i archive a thread")
         assert hit.headers["x-deja-cache"] == "hit-semantic"
         # The audit re-asks upstream, then the label model compares: the stub says "different" questions.
         assert await asyncio.to_thread(wait_for, lambda: _labels(gw, LabelSource.AUDIT)) == [False]
         [case] = gw.upstream.labels.calls
-        assert case == {"question": "how do i unpin a message", "cached_question": "how do i pin a message",
-                        "cached_answer": "answer 1 to: how do i pin a message",
-                        "fresh_answer": "answer 2 to: how do i unpin a message"}
+        assert case == {"question": "how do i archive a thread", "cached_question": "how do i archive a channel",
+                        "cached_answer": "answer 1 to: how do i archive a channel",
+                        "fresh_answer": "answer 2 to: how do i archive a thread"}
         assert await gw.metric('deja_label_calls_total{outcome="labelled"}') == 1
         assert await gw.metric('deja_label_cost_usd_total{model="gpt-4o-mini"}') == pytest.approx(15 / 1000 * 0.000375)
 
         [row] = (await gw.client.get("/deja/budget", headers=ADMIN)).json()["namespaces"]
         assert (row["served"], row["audited"], row["wrong"], row["bar"]) == (1, 1, 1, pytest.approx(0.95))
         # p = 0.93 cleared the prior bar of 0.90, not the raised one.
-        await gw.chat("how do i pin my notes")
-        assert (await gw.chat("how do i pin my notes on ios")).headers["x-deja-veto"] == "judge_below_bar"
+        await gw.chat("how do i archive my notes")
+        assert (await gw.chat("how do i archive my notes on ios")).headers["x-deja-veto"] == "judge_below_bar"
 
         gw.runtime.cache.deciders = dataclasses.replace(gw.runtime.cache.deciders, judge=FixedJudge(0.99))
         gw.runtime.audit_sampler.rate = 0.0  # no more audits: the next label would teach another difference
-        await gw.chat("how do i pin a chat")
-        vetoed = await gw.chat("how do i unpin a chat")
+        await gw.chat("how do i rename a channel")
+        vetoed = await gw.chat("how do i rename a thread")
         assert (vetoed.headers["x-deja-cache"], vetoed.headers["x-deja-veto"]) == ("miss", "difference")
         evidence = (await gw.client.get("/deja/budget/evidence", headers=ADMIN)).json()
         assert [(d["a"], d["b"], d["same"], d["changed"]) for d in evidence["differences"]] == [
-            ("pin", "unpin", False, 1)]
+            ("channel", "thread", False, 1)]
         assert [(c["old_level"], c["new_level"], c["wrong"]) for c in evidence["bar_changes"]] == [(0, 1, 1)]
 
 
@@ -132,7 +133,9 @@ async def test_a_label_reply_that_is_not_a_verdict_gives_no_label(tmp_path: Path
 
 @pytest.mark.asyncio
 async def test_over_the_hourly_ceiling_a_shadow_is_labelled_by_answer_comparison(tmp_path: Path) -> None:
-    async with inprocess_gateway(tmp_path, label_model="judge-llm", audit_calls_per_hour=0) as gw:
+    # Threshold mode: the near-miss below its cosine threshold is what gets shadow-labelled.
+    async with inprocess_gateway(tmp_path, label_model="judge-llm", audit_calls_per_hour=0,
+                                 decision="threshold") as gw:
         await gw.chat("how do i reset my password")
         near = await gw.chat("how do i reset my password please now")
         assert near.headers["x-deja-veto"] == "below_threshold"
