@@ -7,6 +7,7 @@ import random
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from index.judge.features import JudgeInput, feature_matrix
 from index.judge.fit import TrainingPlan, calibrate, held_out, train
@@ -68,3 +69,17 @@ def small_judge(pairs: int = 1200, seed: int = 0) -> Judge:
     held = held_out(y, 0.5, seed)
     forest = train(x[~held], y[~held], None, seed, SMALL_PLAN)
     return calibrate(forest, x[held], y[held], None, {"test_judge": "support.judges.small_judge", "seed": seed})
+
+
+class FixedJudge:
+    """A judge fake through the real seam (`index.match.judged.PairJudge`): every candidate scores `p` against
+    a bar of `bar`, whatever the budget."""
+
+    def __init__(self, p: float, bar: float = 0.90, version: str = "judge-fixed") -> None:
+        self.p, self.bar, self.version = p, bar, version
+
+    def cut(self, max_false_hit_rate: float) -> float:
+        return self.bar
+
+    def probabilities(self, items: Sequence[object]) -> npt.NDArray[np.float64]:
+        return np.full(len(items), self.p)

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-import numpy.typing as npt
 import pytest
 
 from index.guards.form import same_content
@@ -14,6 +11,7 @@ from index.match.decide import Deciders, decide
 from index.match.outcome import Candidate, Reason
 from index.match.policy import DecisionMode, MatchPolicy
 from support.inprocess import inprocess_gateway
+from support.judges import FixedJudge
 
 
 @pytest.mark.parametrize(
@@ -49,30 +47,18 @@ def test_a_change_of_content_order_or_value_is_not_the_same_content(a: str, b: s
     assert not same_content(a, b)
 
 
-class DoubtfulJudge:
-    """A judge fake below its bar for every pair (P 0.6 against 0.9)."""
-
-    version = "judge-doubtful"
-
-    def probabilities(self, items: Sequence[object]) -> npt.NDArray[np.float64]:
-        return np.full(len(items), 0.6)
-
-    def cut(self, max_false_hit_rate: float) -> float:
-        return 0.9
-
-
 JUDGED = MatchPolicy(0.5, decision=DecisionMode.JUDGE)
 
 
 def test_a_plain_rewording_is_served_below_the_bar_and_says_why() -> None:
     decision = decide("How can I reset my password?", [Candidate(1, "How do I reset my password?", 0.97)], JUDGED,
-                      Deciders(judge=DoubtfulJudge()))
+                      Deciders(judge=FixedJudge(0.6)))
     assert decision.hit and decision.basis == "same content" and "basis=same-content" in decision.note()
 
 
 def test_a_contrast_below_the_bar_stays_a_miss() -> None:
     decision = decide("How do I zip a folder on Mac?", [Candidate(1, "How do I zip a folder on Windows?", 0.95)],
-                      JUDGED, Deciders(judge=DoubtfulJudge()))
+                      JUDGED, Deciders(judge=FixedJudge(0.6)))
     assert decision.reason is Reason.BELOW_BAR and decision.basis is None
 
 
@@ -87,13 +73,6 @@ async def test_at_the_defaults_a_cold_cache_serves_a_plain_rewording_and_not_a_c
         assert contrast.headers["x-deja-cache"] == "miss"
 
 
-class SureJudge(DoubtfulJudge):
-    version = "judge-sure"
-
-    def probabilities(self, items: Sequence[object]) -> npt.NDArray[np.float64]:
-        return np.full(len(items), 0.99)
-
-
 @pytest.mark.parametrize(
     ("cached", "asked"),
     [("How do I pin a message in Slack?", "unpin a slack message"),
@@ -102,11 +81,11 @@ class SureJudge(DoubtfulJudge):
      ("upload a file to s3", "download a file from s3")],
 )
 def test_a_candidate_that_asks_the_opposite_is_vetoed_however_sure_the_judge(cached: str, asked: str) -> None:
-    decision = decide(asked, [Candidate(1, cached, 0.93)], JUDGED, Deciders(judge=SureJudge()))
+    decision = decide(asked, [Candidate(1, cached, 0.93)], JUDGED, Deciders(judge=FixedJudge(0.99)))
     assert decision.reason is Reason.VETOED and decision.vetoed_by == "contrast"
 
 
 def test_a_vetoed_candidate_leaves_the_others_to_the_judge() -> None:
     candidates = [Candidate(1, "How do I install Docker?", 0.96), Candidate(2, "Docker uninstall steps?", 0.9)]
-    decision = decide("How do I uninstall Docker?", candidates, JUDGED, Deciders(judge=SureJudge()))
+    decision = decide("How do I uninstall Docker?", candidates, JUDGED, Deciders(judge=FixedJudge(0.99)))
     assert decision.hit and decision.chosen == 1

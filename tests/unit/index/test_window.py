@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-import numpy.typing as npt
 import pytest
 
 from index.match.decide import Deciders, decide
@@ -14,27 +11,16 @@ from index.match.outcome import Candidate, Reason
 from index.match.policy import DecisionMode, MatchPolicy
 from index.match.window import beyond_window, differs_past_window
 from support.inprocess import inprocess_gateway
+from support.judges import FixedJudge
 
 DOCUMENT = " ".join(f"Clause {i}: the tenant pays the rent on the first day of each month." for i in range(40))
-
-
-class SureJudge:
-    """A judge fake that would serve anything (P 0.999 against a bar of 0.9)."""
-
-    version = "judge-sure"
-
-    def probabilities(self, items: Sequence[object]) -> npt.NDArray[np.float64]:
-        return np.full(len(items), 0.999)
-
-    def cut(self, max_false_hit_rate: float) -> float:
-        return 0.9
 
 
 @pytest.mark.parametrize("policy", [MatchPolicy(0.5, decision=DecisionMode.JUDGE), MatchPolicy(0.9)],
                          ids=["judge", "threshold"])
 def test_a_different_question_behind_a_shared_document_is_not_served(policy: MatchPolicy) -> None:
     cached = Candidate(1, DOCUMENT + " Who pays for repairs?", 1.0)
-    decision = decide(DOCUMENT + " Can the tenant sublet?", [cached], policy, Deciders(judge=SureJudge()))
+    decision = decide(DOCUMENT + " Can the tenant sublet?", [cached], policy, Deciders(judge=FixedJudge(0.999)))
     assert decision.reason is Reason.BEYOND_WINDOW and not decision.hit
 
 

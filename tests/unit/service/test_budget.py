@@ -6,33 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from index.storage.decision_log import LabelSource
 from service.runtime import Parts
 from support.inprocess import ADMIN_TOKEN, InProcessGateway, inprocess_gateway
+from support.judges import FixedJudge
 from support.waiting import wait_for
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-
-
-class FixedJudge:
-    """A judge fake: every candidate scores `p` against a calibrated bar of 0.90."""
-
-    version = "judge-fixed"
-
-    def __init__(self, p: float) -> None:
-        self.p = p
-
-    def cut(self, max_false_hit_rate: float) -> float:
-        return 0.90
-
-    def probabilities(self, items: Sequence[object]) -> np.ndarray:
-        return np.full(len(items), self.p)
 
 
 def _no_label_count(gw: InProcessGateway) -> float:

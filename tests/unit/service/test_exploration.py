@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from eval.refit import refit_judge
@@ -20,22 +18,10 @@ from index.storage.decision_log import LabelSource
 from index.storage.judge_models import JudgeStore
 from service.runtime import Parts
 from support.inprocess import InProcessGateway, inprocess_gateway
+from support.judges import FixedJudge
 from support.waiting import wait_for
 
 JUDGED = MatchPolicy(0.5, decision=DecisionMode.JUDGE)
-
-
-class FixedJudge:
-    """A judge fake: every candidate scores `p` against a bar of 0.90 (the real judge's seam: cut, probabilities)."""
-
-    def __init__(self, p: float, version: str = "judge-fixed") -> None:
-        self.p, self.version = p, version
-
-    def cut(self, max_false_hit_rate: float) -> float:
-        return 0.90
-
-    def probabilities(self, items: Sequence[object]) -> np.ndarray:
-        return np.full(len(items), self.p)
 
 
 def _decide(p: float, rate: float, draw: float) -> Decision:

@@ -19,9 +19,10 @@ PROMPT = "how do i reset my password"
 PARAPHRASE = "how do i reset my password please"
 
 
-@pytest_asyncio.fixture
-async def gw(tmp_path: Path) -> AsyncIterator[InProcessGateway]:
-    async with inprocess_gateway(tmp_path) as gateway:
+@pytest_asyncio.fixture(params=["defaults"])
+async def gw(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[InProcessGateway]:
+    async with inprocess_gateway(tmp_path, **({} if request.param == "defaults" else {"decision": request.param})
+                                 ) as gateway:
         yield gateway
 
 
@@ -54,15 +55,9 @@ async def test_another_tenant_never_gets_the_answer(gw: InProcessGateway) -> Non
     assert other.headers["x-deja-cache"] == "miss" and gw.upstream.chat_calls == 2
 
 
-@pytest_asyncio.fixture
-async def cosine_gw(tmp_path: Path) -> AsyncIterator[InProcessGateway]:
-    """Threshold mode, for the tests of the cosine rule's own vetoes and threshold."""
-    async with inprocess_gateway(tmp_path, decision="threshold") as gateway:
-        yield gateway
-
-
-async def test_negated_prompt_is_vetoed_and_counted_as_a_veto(cosine_gw: InProcessGateway) -> None:
-    gw = cosine_gw
+# Threshold mode, for the tests of the cosine rule's own vetoes and threshold.
+@pytest.mark.parametrize("gw", ["threshold"], indirect=True)
+async def test_negated_prompt_is_vetoed_and_counted_as_a_veto(gw: InProcessGateway) -> None:
     await gw.chat("is the api rate limited")
     vetoed = await gw.chat("is the api not rate limited")
     assert (vetoed.headers["x-deja-cache"], vetoed.headers["x-deja-veto"]) == ("miss", "polarity")
@@ -70,8 +65,8 @@ async def test_negated_prompt_is_vetoed_and_counted_as_a_veto(cosine_gw: InProce
     assert await gw.metric('deja_semantic_misses_total{reason="vetoed"}') == 1
 
 
-async def test_below_threshold_is_a_counted_miss_and_not_a_veto(cosine_gw: InProcessGateway) -> None:
-    gw = cosine_gw
+@pytest.mark.parametrize("gw", ["threshold"], indirect=True)
+async def test_below_threshold_is_a_counted_miss_and_not_a_veto(gw: InProcessGateway) -> None:
     await gw.chat("what is the capital city of france")
     miss = await gw.chat("what is the capital city of peru today")
     assert (miss.headers["x-deja-cache"], miss.headers["x-deja-veto"]) == ("miss", "below_threshold")
