@@ -226,7 +226,8 @@ class Cache:
             top = neighbors[0].similarity if neighbors else None
             return Lookup(Verdict.MISS, similarity=top, vector=vectors, timings_ms=timings, degraded=tuple(degraded))
         assert self.judge is not None
-        setup = JudgeSetup(self.judge, policy.max_false_hit_rate, policy.judge_candidates, self.histories)
+        setup = JudgeSetup(self.judge, policy.max_false_hit_rate, policy.judge_candidates, self.histories,
+                           policy.max_decision_chars)
         judgement = judge(key.prompt, offered, setup, key.context_text)
         timings["verify"] = (time.perf_counter() - started) * 1000
         index = judgement.chosen if judgement.chosen is not None else judgement.best

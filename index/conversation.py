@@ -8,12 +8,12 @@ it or with the question (small talk and unrelated side questions drop out).
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from index.stages import Stage, StageResult
+from index.textdiff import opcodes, ratio
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9'+#.-]*")
 _STOPWORD_TEXT = """
@@ -100,10 +100,9 @@ class AlignmentStage:
     def check(self, query: str, cached: str) -> StageResult:
         a = [w.strip(".,;:!?") for w in _WORD.findall(query.lower())]
         b = [w.strip(".,;:!?") for w in _WORD.findall(cached.lower())]
-        matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-        if matcher.ratio() < self.min_overlap:
+        if ratio(a, b) < self.min_overlap:
             return StageResult(self.name, True, "contexts reworded, no aligned swap")
-        for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        for op, i1, i2, j1, j2 in opcodes(a, b):
             if op != "replace" or i2 - i1 > self.max_span or j2 - j1 > self.max_span:
                 continue
             left = {w[:5] for w in a[i1:i2] if w not in STOPWORDS}

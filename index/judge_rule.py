@@ -11,6 +11,8 @@ import numpy as np
 
 from index.judge import NEVER, Judge
 from index.judge_features import MISSING, EntryHistory, JudgeInput
+from index.keys import DEFAULT_MAX_DECISION_CHARS
+from index.safety import pair_veto
 
 JUDGE_STAGE = "judge"
 DEFAULT_MAX_FALSE_HIT_RATE = 0.02
@@ -42,6 +44,8 @@ class Judgement:
     max_false_hit_rate: float
     chosen: int | None = None
     best: int | None = None
+    # Per candidate, why `index.safety` vetoed it ("" when it did not); a vetoed candidate scores 0.
+    vetoes: tuple[str, ...] = ()
 
     @property
     def hit(self) -> bool:
@@ -58,7 +62,11 @@ class Judgement:
         bar = "never" if self.bar == NEVER else f"{self.bar:.3f}"
         p = self.probability
         shown = "-" if p is None else f"{p:.3f}"
-        return f"{self.version} p={shown} bar={bar} budget={self.max_false_hit_rate:g}"
+        note = f"{self.version} p={shown} bar={bar} budget={self.max_false_hit_rate:g}"
+        index = self.chosen if self.chosen is not None else self.best
+        if index is not None and index < len(self.vetoes) and self.vetoes[index]:
+            note += f" veto={self.vetoes[index]}"
+        return note
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,7 @@ class JudgeSetup:
     max_false_hit_rate: float = DEFAULT_MAX_FALSE_HIT_RATE
     candidates: int = DEFAULT_JUDGE_CANDIDATES
     histories: Mapping[int, EntryHistory] = field(default_factory=dict)
+    max_decision_chars: int = DEFAULT_MAX_DECISION_CHARS
 
     def __post_init__(self) -> None:
         if not 0.0 < self.max_false_hit_rate < 1.0:
@@ -89,19 +98,31 @@ def margins(similarities: Sequence[float]) -> list[float]:
 def judge(
     query: str, candidates: Sequence[JudgedCandidate], setup: JudgeSetup, query_context: str | None = None,
 ) -> Judgement:
-    """Score the first K candidates (most similar first) and serve the most probable one above the bar."""
+    """Score the first K candidates (most similar first) and serve the most probable one above the bar.
+
+    A candidate that `index.safety` vetoes (past the length cap, an accent that changes a word) is not scored
+    and gets probability 0: it is never served, and its features are never computed."""
     chosen = tuple(candidates[: setup.candidates])
     bar = setup.judge.cut(setup.max_false_hit_rate)
     if not chosen:
         return Judgement((), (), bar, setup.judge.version, setup.max_false_hit_rate)
     sims = [c.similarity for c in chosen]
+    vetoes = tuple(_veto_reason(query, c, query_context, setup.max_decision_chars) for c in chosen)
     items = [
         JudgeInput(query, c.prompt, c.similarity, rank, margin, query_context, c.context, c.context_similarity,
                    setup.histories.get(c.entry_id, EntryHistory()))
         for rank, (c, margin) in enumerate(zip(chosen, margins(sims), strict=True))
     ]
-    p = setup.judge.probabilities(items)
+    scored = [i for i, reason in enumerate(vetoes) if not reason]
+    p = np.zeros(len(chosen), dtype=np.float64)
+    if scored:
+        p[scored] = setup.judge.probabilities([items[i] for i in scored])
     best = int(np.argmax(p))
-    served = best if float(p[best]) >= bar else None
+    served = best if float(p[best]) >= bar and not vetoes[best] else None
     return Judgement(chosen, tuple(float(x) for x in p), bar, setup.judge.version, setup.max_false_hit_rate,
-                     served, best)
+                     served, best, vetoes)
+
+
+def _veto_reason(query: str, candidate: JudgedCandidate, query_context: str | None, max_chars: int) -> str:
+    found = pair_veto(query, candidate.prompt, query_context, candidate.context, max_chars)
+    return "" if found is None else f"{found.stage}: {found.reason}"

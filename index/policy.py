@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from index.judge_rule import DEFAULT_JUDGE_CANDIDATES, DEFAULT_JUDGE_MIN_SIMILARITY, DEFAULT_MAX_FALSE_HIT_RATE
-from index.keys import ContextMatch
+from index.keys import DEFAULT_MAX_DECISION_CHARS, ContextMatch
 from index.stages import STAGE_ORDER
 
 if TYPE_CHECKING:
@@ -53,6 +53,8 @@ class MatchPolicy:
     max_false_hit_rate: float = DEFAULT_MAX_FALSE_HIT_RATE
     judge_candidates: int = DEFAULT_JUDGE_CANDIDATES
     conversation_threshold: float = DEFAULT_MIN_SIMILARITY
+    # Characters of a prompt or context the decision reads at most; longer pairs are never served (index.safety).
+    max_decision_chars: int = DEFAULT_MAX_DECISION_CHARS
 
     def __post_init__(self) -> None:
         for name in ("min_similarity", "min_context_similarity", "conversation_threshold"):
@@ -69,6 +71,8 @@ class MatchPolicy:
             raise ValueError(f"max_false_hit_rate must be in (0, 1), got {self.max_false_hit_rate}")
         if self.judge_candidates < 1:
             raise ValueError(f"judge_candidates must be >= 1, got {self.judge_candidates}")
+        if self.max_decision_chars < 1:
+            raise ValueError(f"max_decision_chars must be >= 1, got {self.max_decision_chars}")
 
     def at(self, min_similarity: float) -> MatchPolicy:
         """The same policy at another threshold (what a sweep varies, and per-namespace thresholds set)."""
@@ -113,4 +117,5 @@ def build_policy(settings: Settings) -> MatchPolicy:
         decision=settings.decision,
         max_false_hit_rate=settings.max_false_hit_rate,
         judge_candidates=settings.judge_candidates,
+        max_decision_chars=settings.max_decision_chars,
     )

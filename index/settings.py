@@ -15,7 +15,7 @@ from index.context_memo import DEFAULT_CONTEXT_MEMO_SIZE
 from index.embedder import EmbedderBackend
 from index.explore import DEFAULT_EXPLORE_RATE
 from index.judge_rule import DEFAULT_JUDGE_CANDIDATES, DEFAULT_MAX_FALSE_HIT_RATE
-from index.keys import ContextMatch
+from index.keys import DEFAULT_MAX_DECISION_CHARS, ContextMatch
 from index.policy import DEFAULT_MIN_CONTEXT_SIMILARITY, DecisionMode
 
 
@@ -55,6 +55,17 @@ class Settings(BaseSettings):
     verifier: bool = Field(False, description="Run the learned cross-encoder verifier on surviving candidates")
     verifier_min_probability: float | None = Field(
         None, ge=0.0, le=1.0, description="P(same answer) the verifier needs; empty = the model's calibrated default")
+    max_decision_chars: int = Field(
+        DEFAULT_MAX_DECISION_CHARS, ge=100, le=100_000,
+        description="Characters of a prompt (and of a conversation's relevant context) the semantic decision reads "
+        "at most; a longer request gets exact hits only, so CPU work per request stays bounded")
+    heavy_requests_per_namespace: int = Field(
+        0, ge=0, description="Heavy requests (a semantic lookup, or a body over 64 KiB) one namespace may have in "
+        "flight; beyond it a lookup is matched exactly only (X-Deja-Policy: exact_only: namespace busy) and a large "
+        "body gets 429 + Retry-After, so one tenant cannot starve the others; 0 = half the usable cores (at least 1)")
+    store_refusals: bool = Field(
+        False, description="Store answers that are not answers: refusals, empty content, all tool errors "
+        "(off: they are relayed and never cached)")
     namespace_secret: SecretStr | None = Field(None, description="HMAC secret for namespaces; default generated")
     credential_headers: Annotated[tuple[str, ...], NoDecode] = Field(
         (), description="More headers that carry a credential (comma-separated), besides Authorization, "

@@ -49,6 +49,17 @@ class NotFound(HttpError):
     kind = "not_found_error"
 
 
+class TooManyRequests(HttpError):
+    """The caller's namespace has its share of heavy requests in flight (`service.fairness`)."""
+
+    status = 429
+    kind = "rate_limit_error"
+
+    def __init__(self, message: str, retry_after_seconds: int) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
+
+
 class UpstreamError(HttpError):
     status = 502
     kind = "upstream_error"
@@ -80,7 +91,8 @@ def _json_error(message: str, kind: str, status: int, param: str | None = None,
 def to_response(exc: DejaError, shape: ErrorShape = openai_shape) -> JSONResponse:
     if isinstance(exc, HttpError):
         param = exc.param if isinstance(exc, BadRequest) else None
-        return _json_error(str(exc), exc.kind, exc.status, param, shape=shape)
+        retry = {"Retry-After": str(exc.retry_after_seconds)} if isinstance(exc, TooManyRequests) else None
+        return _json_error(str(exc), exc.kind, exc.status, param, headers=retry, shape=shape)
     if isinstance(exc, Overloaded):  # answered like an overloaded upstream: the client retries later
         return _json_error(str(exc), "server_overloaded", 503, headers={"Retry-After": str(exc.retry_after_seconds)},
                            shape=shape)

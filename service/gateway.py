@@ -13,7 +13,7 @@ import random
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable
-from contextlib import aclosing
+from contextlib import aclosing, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +33,8 @@ from index.rule import Reason
 from service.credentials import NO_CREDENTIAL, namespace_of
 from service.dialects import Dialect, speaks_anthropic
 from service.dialects.base import UpstreamName
-from service.errors import BadRequest, NotFound, PayloadTooLarge, UpstreamError
+from service.errors import BadRequest, NotFound, PayloadTooLarge, TooManyRequests, UpstreamError
+from service.fairness import BUSY_REASON, LARGE_BODY_BYTES, RETRY_AFTER_SECONDS
 from service.labeler import Labeler
 from service.requests import CacheDirectives, parse_cache_control
 from service.runtime import Runtime
@@ -92,11 +93,29 @@ class Gateway:
         self.labeler = Labeler(runtime)
 
     async def handle(self, request: Request, dialect: Dialect) -> Response:
+        declared = request.headers.get("content-length", "")
+        if not (declared.isdigit() and int(declared) > LARGE_BODY_BYTES):
+            return await self._handle(request, dialect, holding=False)
+        # A large body is heavy by itself: it takes one of its namespace's slots before it is even read.
+        namespace = namespace_of(request.headers, self.rt.credentials, self.rt.secret) or ""
+        with self.rt.heavy.enter(namespace) as admitted:
+            if not admitted:
+                raise TooManyRequests("Too many large requests in flight for this API key; retry shortly.",
+                                      RETRY_AFTER_SECONDS)
+            return await self._handle(request, dialect, holding=True)
+
+    async def _handle(self, request: Request, dialect: Dialect, holding: bool) -> Response:
+        """`holding`: the request already holds one of its namespace's heavy slots (a large body)."""
         exchange = await self._parse(request, dialect)
         lookup = Lookup(Verdict.BYPASS)
         if exchange.key.mode is not LookupMode.BYPASS and exchange.directives.lookup:
             policy = self.rt.thresholds.policy_for(exchange.key.namespace)
-            lookup = self._explore(await run_in_threadpool(self.cache.lookup, exchange.key, policy), policy)
+            # Semantic lookups embed and judge; exact-only ones are cheap. A held slot covers its own lookup.
+            heavy = exchange.key.mode is LookupMode.FULL and not holding
+            with self.rt.heavy.enter(exchange.key.namespace) if heavy else nullcontext(True) as admitted:
+                if not admitted:  # over its namespace's share of the CPU: exact only, never waiting
+                    exchange = _exact_only(exchange, BUSY_REASON)
+                lookup = self._explore(await run_in_threadpool(self.cache.lookup, exchange.key, policy), policy)
             self._observe_lookup(exchange, lookup, policy.min_similarity)
             served = self._servable(exchange, lookup.response)
             if lookup.response is not None and served is not None:
@@ -115,7 +134,8 @@ class Gateway:
         body = dialect.parse(raw)
         directives = parse_cache_control(request.headers.get("cache-control"))
         namespace = namespace_of(request.headers, self.rt.credentials, self.rt.secret)
-        key = key_for(namespace or "", dialect.canonical(body, request.headers), self.rt.policy.context_match)
+        key = key_for(namespace or "", dialect.canonical(body, request.headers), self.rt.policy.context_match,
+                      self.rt.policy.max_decision_chars)
         if namespace is None:  # never file an answer under "nobody": every such caller would share it
             key = dataclasses.replace(key, mode=LookupMode.BYPASS, mode_reason=NO_CREDENTIAL)
         return Exchange(uuid.uuid4().hex, dialect, raw, body, key, directives, dict(request.headers), started)
@@ -314,6 +334,11 @@ def explored(lookup: Lookup, bar: float, max_false_hit_rate: float, exploration:
         return lookup
     return dataclasses.replace(lookup, verdict=Verdict.MISS, response=None,
                                decision=dataclasses.replace(decision, reason=Reason.EXPLORED))
+
+
+def _exact_only(exchange: Exchange, reason: str) -> Exchange:
+    key = dataclasses.replace(exchange.key, mode=LookupMode.EXACT_ONLY, mode_reason=reason)
+    return dataclasses.replace(exchange, key=key)
 
 
 async def _aiter(chunks: Iterable[bytes]) -> AsyncIterator[bytes]:

@@ -35,6 +35,7 @@ from index.stages import build_stages
 from index.store import EntryStore, make_engine
 from service.credentials import credential_policy
 from service.dialects.base import UpstreamName
+from service.fairness import NamespaceGate, default_share
 from service.metrics import Metrics
 from service.settings import Settings
 from service.upstream import Upstream
@@ -142,6 +143,7 @@ class Runtime:
         self._started = False
         self._task: asyncio.Task[None] | None = None
         self.audit_slots = asyncio.Semaphore(settings.audit_concurrency)
+        self.heavy = NamespaceGate(settings.heavy_requests_per_namespace or default_share(available_cores()))
         self.background: set[asyncio.Task[None]] = set()
 
     def upstream_for(self, name: UpstreamName) -> Upstream:
