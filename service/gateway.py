@@ -226,7 +226,7 @@ class Gateway:
         content = await self.rt.upstream_for(exchange.dialect.upstream).read(response)
         if response.status_code == 200:
             answer = exchange.dialect.stored_answer(_upstream_json(content, exchange))
-            if answer is not None and exchange.storable:
+            if answer is not None and exchange.storable and self._worth_storing(exchange, answer):
                 self._label_near_miss(exchange, answer, lookup)
                 entry_id = await self._store(exchange, answer, lookup)
                 if entry_id is not None:
@@ -262,6 +262,9 @@ class Gateway:
                     if not stored and accumulator.complete and exchange.storable:
                         stored = True
                         answer = accumulator.answer()
+                        if not self._worth_storing(exchange, answer):
+                            yield chunk
+                            continue
                         self._label_near_miss(exchange, answer, lookup)
                         await self._store(exchange, answer, lookup)
                     yield chunk
@@ -274,6 +277,15 @@ class Gateway:
             yield exchange.dialect.stream_error(f"The upstream stream was interrupted: {exc}", exc.kind)
         finally:
             self._observe_time(exchange, exchange.forward_verdict)
+
+    def _worth_storing(self, exchange: Exchange, answer: dict[str, Any]) -> bool:
+        """A refusal, an empty answer or one of only failed tools is relayed, never stored (unless
+        `DEJA_STORE_REFUSALS`): served again for a whole TTL, it would repeat a failure as if it were the answer."""
+        reason = None if self.rt.settings.store_refusals else exchange.dialect.non_answer(answer)
+        if reason is not None:
+            self.rt.metrics.not_stored.labels(reason).inc()
+            log.info("answer not cached (request %s): %s", exchange.request_id, reason)
+        return reason is None
 
     def _label_near_miss(self, exchange: Exchange, answer: dict[str, Any], lookup: Lookup) -> None:
         """A candidate was found and not served: compare its answer with the fresh one, in the background."""

@@ -35,3 +35,5 @@ class Metrics:
         self.degraded = Counter("deja_backend_failures", "Cache backend failures degraded to a miss",
                                 ["backend"], registry=r)
         self.audits = Counter("deja_audits", "Background audits by outcome", ["outcome"], registry=r)
+        self.not_stored = Counter("deja_answers_not_stored", "Upstream answers relayed but not cached, by reason "
+                                  "(refusal, empty, tool errors)", ["reason"], registry=r)
