@@ -9,7 +9,7 @@ import pytest
 
 from index.textdiff import MAX_ALIGNED, opcodes, ratio
 
-WORDS = "the a key rate limit server client enable disable not".split()
+WORDS = ["the", "a", "key", "rate", "limit", "server", "client", "enable", "disable", "not"]
 
 
 def tokens(n: int, seed: int) -> tuple[str, ...]:
