@@ -13,6 +13,7 @@ when that is not possible, then the gateway uses SQLite) at two thirds.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing as mp
 import os
 import random
@@ -22,8 +23,8 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -154,10 +155,8 @@ class PrivatePostgres:
         self._ctl("-m", "fast", "restart")
 
     def stop(self) -> None:
-        try:
+        with contextlib.suppress(subprocess.CalledProcessError):  # not running
             self._ctl("-m", "fast", "stop")
-        except subprocess.CalledProcessError:
-            pass  # not running
 
 
 def _sample(pid: int) -> tuple[float, int]:
