@@ -13,7 +13,6 @@ from contextlib import contextmanager
 BUSY_REASON = "namespace busy"
 # A body larger than this is heavy by itself (a 78 KB prompt costs milliseconds of parsing and storing).
 LARGE_BODY_BYTES = 64 * 1024
-RETRY_AFTER_SECONDS = 1
 
 
 def default_share(cores: int) -> int:

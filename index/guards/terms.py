@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from index.guards.lexicon import Lexicon
 from index.guards.text import FUNCTION_WORDS, stem
-from index.textdiff import opcodes
+from index.guards.textdiff import opcodes
 
 _MAX_BLOCK = 2  # replaced runs longer than this are rephrasing, not a slot swap
 _TYPO_DISTANCE = 2

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from index.textdiff import opcodes
+from index.guards.textdiff import opcodes
 
 
 def word_set(text: str) -> frozenset[str]:
@@ -148,5 +148,5 @@ def words(text: str) -> tuple[str, ...]:
 
 def differing_spans(a: tuple[str, ...], b: tuple[str, ...]) -> list[tuple[int, int, int, int]]:
     """Index ranges (a_lo, a_hi, b_lo, b_hi) of the blocks where the two token sequences differ (bounded
-    work: `index.textdiff`)."""
+    work: `index.guards.textdiff`)."""
     return [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in opcodes(a, b) if tag != "equal"]

@@ -1,15 +1,16 @@
 """Vetoes no decision mode overrides: an accent that changes a word (año/ano, schön/schon, pâte/pâté) and a text
-past the decision's cap are never served, in threshold mode (`decide`) and in judge mode (`judge`)."""
+past the decision's cap are never served, in threshold mode (`by_threshold`) and in judge mode (`judge`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from index.judge import load_judge
-from index.judge_rule import JudgedCandidate, JudgeSetup, judge
-from index.policy import MatchPolicy
-from index.rule import Candidate, Reason, decide
-from index.safety import ACCENT_STAGE, LENGTH_STAGE, accent_swap, pair_veto
+from index.guards.safety import ACCENT_STAGE, LENGTH_STAGE, accent_swap, pair_veto
+from index.judge.model import load_judge
+from index.match.judged import JudgeSetup, judge
+from index.match.outcome import Candidate, Reason
+from index.match.policy import MatchPolicy
+from index.match.threshold import by_threshold
 
 ACCENTS = [
     pytest.param("How many a\u00f1os does the warranty last?", "How many anos does the warranty last?", id="ano"),
@@ -20,7 +21,7 @@ ACCENTS = [
 
 @pytest.mark.parametrize("query, cached", ACCENTS)
 def test_threshold_mode_never_serves_a_word_changed_by_its_accent(query: str, cached: str) -> None:
-    decision = decide(query, Candidate(1, cached, 0.99), MatchPolicy(0.9))
+    decision = by_threshold(query, Candidate(1, cached, 0.99), MatchPolicy(0.9))
     assert decision.reason is Reason.VETOED and decision.vetoed_by == ACCENT_STAGE
 
 
@@ -28,7 +29,7 @@ def test_threshold_mode_never_serves_a_word_changed_by_its_accent(query: str, ca
 def test_judge_mode_never_serves_a_word_changed_by_its_accent(query: str, cached: str) -> None:
     setup = JudgeSetup(load_judge(), candidates=2)
     same = query.replace("?", " ?")  # a control the judge may serve: same words
-    judgement = judge(query, [JudgedCandidate(1, cached, 0.99), JudgedCandidate(2, same, 0.98)], setup)
+    judgement = judge(query, [Candidate(1, cached, 0.99), Candidate(2, same, 0.98)], setup)
     assert judgement.probabilities[0] == 0.0 and judgement.vetoes[0].startswith(ACCENT_STAGE)
     assert judgement.probabilities[1] > 0.0 and not judgement.vetoes[1]
     assert judgement.chosen != 0
@@ -46,8 +47,8 @@ def test_accent_change_in_the_context_of_a_conversation_vetoes() -> None:
 
 def test_text_past_the_cap_is_never_served_in_either_mode() -> None:
     long_query, long_cached = "why " * 60 + "?", "why " * 61 + "?"
-    decision = decide(long_query, Candidate(1, long_cached, 0.99), MatchPolicy(0.9, max_decision_chars=200))
+    decision = by_threshold(long_query, Candidate(1, long_cached, 0.99), MatchPolicy(0.9, max_decision_chars=200))
     assert decision.vetoed_by == LENGTH_STAGE
     setup = JudgeSetup(load_judge(), max_decision_chars=200)
-    judgement = judge(long_query, [JudgedCandidate(1, long_cached, 0.99)], setup)
-    assert not judgement.hit and "longer than 200" in judgement.note()
+    judgement = judge(long_query, [Candidate(1, long_cached, 0.99)], setup)
+    assert not judgement.hit and "longer than 200" in judgement.vetoes[0]

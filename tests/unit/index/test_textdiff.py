@@ -7,7 +7,7 @@ from difflib import SequenceMatcher
 
 import pytest
 
-from index.textdiff import MAX_ALIGNED, opcodes, ratio
+from index.guards.textdiff import MAX_ALIGNED, opcodes, ratio
 
 WORDS = ["the", "a", "key", "rate", "limit", "server", "client", "enable", "disable", "not"]
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from index.keys import LookupMode, build_key, chat_request, key_for
-from index.textnorm import canonical_value, matching_text
+from index.request.keys import LookupMode, build_key, chat_request, key_for
+from index.request.textnorm import canonical_value, matching_text
 
 NFC, NFD = "Where is the caf\u00e9 near the station?", "Where is the cafe\u0301 near the station?"
 

@@ -1,0 +1,115 @@
+"""The judge's rule: score a request's top K candidates with the judge and serve the most probable one whose
+probability clears the bar that meets the false-hit budget. Called through `index.match.decide`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from index.guards.safety import pair_veto
+from index.judge.features import MISSING, EntryHistory, JudgeInput
+from index.judge.model import check_budget
+from index.match.outcome import Candidate
+from index.match.policy import DEFAULT_JUDGE_CANDIDATES, DEFAULT_MAX_FALSE_HIT_RATE
+from index.request.keys import DEFAULT_MAX_DECISION_CHARS
+
+
+class PairJudge(Protocol):
+    """What the decision needs of a judge: P(same answer) per candidate, the bar of a budget, a version.
+    `index.judge.model.Judge` is the real one; tests pass fakes through the same seam."""
+
+    @property
+    def version(self) -> str: ...
+
+    def probabilities(self, items: Sequence[JudgeInput]) -> npt.NDArray[np.float64]: ...
+
+    def cut(self, max_false_hit_rate: float) -> float: ...
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What the judge said about one request: each candidate's P(same answer), the bar, and which one (if any)
+    is served. `chosen` indexes `candidates`; None when no candidate clears the bar."""
+
+    candidates: tuple[Candidate, ...]
+    probabilities: tuple[float, ...]
+    bar: float
+    version: str
+    max_false_hit_rate: float
+    chosen: int | None = None
+    best: int | None = None
+    # Per candidate, why `index.guards.safety` vetoed it ("" when it did not); a vetoed candidate scores 0.
+    vetoes: tuple[str, ...] = ()
+
+    @property
+    def hit(self) -> bool:
+        return self.chosen is not None
+
+    @property
+    def probability(self) -> float | None:
+        """The served candidate's probability, else the best candidate's (None without candidates)."""
+        index = self.chosen if self.chosen is not None else self.best
+        return None if index is None else self.probabilities[index]
+
+
+@dataclass(frozen=True)
+class JudgeSetup:
+    """A judge and the budget it serves at; `candidates` is K, how many neighbours it scores."""
+
+    judge: PairJudge
+    max_false_hit_rate: float = DEFAULT_MAX_FALSE_HIT_RATE
+    candidates: int = DEFAULT_JUDGE_CANDIDATES
+    histories: Mapping[int, EntryHistory] = field(default_factory=dict)
+    max_decision_chars: int = DEFAULT_MAX_DECISION_CHARS
+
+    def __post_init__(self) -> None:
+        check_budget(self.max_false_hit_rate)
+        if self.candidates < 1:
+            raise ValueError(f"judge candidates must be >= 1, got {self.candidates}")
+
+
+def margins(similarities: Sequence[float]) -> list[float]:
+    """Each candidate's similarity minus the best other candidate's (NaN for a lone candidate)."""
+    out: list[float] = []
+    for i, s in enumerate(similarities):
+        others = [o for j, o in enumerate(similarities) if j != i]
+        out.append(s - max(others) if others else MISSING)
+    return out
+
+
+def judge(
+    query: str, candidates: Sequence[Candidate], setup: JudgeSetup, query_context: str | None = None,
+) -> Judgement:
+    """Score the first K candidates (most similar first) and serve the most probable one above the bar.
+
+    A candidate that `index.guards.safety` vetoes (past the length cap, an accent that changes a word) is not
+    scored and gets probability 0: it is never served, and its features are never computed."""
+    chosen = tuple(candidates[: setup.candidates])
+    bar = setup.judge.cut(setup.max_false_hit_rate)
+    if not chosen:
+        return Judgement((), (), bar, setup.judge.version, setup.max_false_hit_rate)
+    sims = [c.similarity for c in chosen]
+    vetoes = tuple(_veto_reason(query, c, query_context, setup.max_decision_chars) for c in chosen)
+    items = [
+        JudgeInput(query, c.prompt, c.similarity, rank, margin, query_context, c.context, c.context_similarity,
+                   setup.histories.get(c.entry_id, EntryHistory()))
+        for rank, (c, margin) in enumerate(zip(chosen, margins(sims), strict=True))
+    ]
+    scored = [i for i, reason in enumerate(vetoes) if not reason]
+    p = np.zeros(len(chosen), dtype=np.float64)
+    if scored:
+        p[scored] = setup.judge.probabilities([items[i] for i in scored])
+    best = int(np.argmax(p))
+    served = best if float(p[best]) >= bar and not vetoes[best] else None
+    return Judgement(chosen, tuple(float(x) for x in p), bar, setup.judge.version, setup.max_false_hit_rate,
+                     served, best, vetoes)
+
+
+def _veto_reason(query: str, candidate: Candidate, query_context: str | None, max_chars: int) -> str:
+    found = pair_veto(query, candidate.prompt, query_context, candidate.context, max_chars)
+    return "" if found is None else f"{found.stage}: {found.reason}"
