@@ -73,8 +73,9 @@ class Settings(BaseSettings):
         "at most; a longer request gets exact hits only, so CPU work per request stays bounded")
     heavy_requests_per_namespace: int = Field(
         0, ge=0, description="Heavy requests (a semantic lookup, or a body over 64 KiB) one namespace may have in "
-        "flight; beyond it a lookup is matched exactly only (X-Deja-Policy: exact_only: namespace busy) and a large "
-        "body gets 429 + Retry-After, so one tenant cannot starve the others; 0 = half the usable cores (at least 1)")
+        "flight while another namespace has a request in flight; beyond it a lookup is matched exactly only "
+        "(X-Deja-Policy: exact_only: namespace busy) and a large body gets 429 + Retry-After, so one tenant cannot "
+        "starve the others; a namespace alone is never limited; 0 = half the usable cores (at least 1)")
     store_refusals: bool = Field(
         False, description="Store answers that are not answers: refusals, empty content, all tool errors "
         "(off: they are relayed and never cached)")

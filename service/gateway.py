@@ -89,15 +89,16 @@ class Gateway:
         self.labeler = Labeler(runtime)
 
     async def handle(self, request: Request, dialect: Dialect) -> Response:
-        declared = request.headers.get("content-length", "")
-        if not (declared.isdigit() and int(declared) > LARGE_BODY_BYTES):
-            return await self._handle(request, dialect, holding=False)
-        # A large body is heavy by itself: it takes one of its namespace's slots before it is even read.
         namespace = namespace_of(request.headers, self.rt.credentials, self.rt.secret) or ""
-        with self.rt.heavy.enter(namespace) as admitted:
-            if not admitted:
-                raise TooManyRequests("Too many large requests in flight for this API key; retry shortly.")
-            return await self._handle(request, dialect, holding=True)
+        with self.rt.heavy.active(namespace):  # other namespaces' heavy work yields to this one while it runs
+            declared = request.headers.get("content-length", "")
+            if not (declared.isdigit() and int(declared) > LARGE_BODY_BYTES):
+                return await self._handle(request, dialect, holding=False)
+            # A large body is heavy by itself: it takes one of its namespace's slots before it is even read.
+            with self.rt.heavy.enter(namespace) as admitted:
+                if not admitted:
+                    raise TooManyRequests("Too many large requests in flight for this API key; retry shortly.")
+                return await self._handle(request, dialect, holding=True)
 
     async def _handle(self, request: Request, dialect: Dialect, holding: bool) -> Response:
         """`holding`: the request already holds one of its namespace's heavy slots (a large body)."""

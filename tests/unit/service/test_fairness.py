@@ -1,12 +1,14 @@
-"""One namespace's heavy requests cannot hold every worker: beyond its share (DEJA_HEAVY_REQUESTS_PER_NAMESPACE) a
-semantic lookup is matched exactly only, and a large body gets 429 with Retry-After in the API's own error shape,
-while other namespaces go on as usual (in-process gateway, an embedder held shut to keep requests in flight)."""
+"""One namespace's heavy requests cannot hold every worker: beyond its share (DEJA_HEAVY_REQUESTS_PER_NAMESPACE),
+while another namespace is active, a semantic lookup is matched exactly only and a large body gets 429 with
+Retry-After in the API's own error shape; a namespace alone is never limited (in-process gateway, an embedder
+held shut to keep requests in flight)."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
+import httpx
 import pytest
 
 from service.fairness import LARGE_BODY_BYTES, NamespaceGate
@@ -20,43 +22,58 @@ def long_prompt(question: str) -> dict[str, object]:
     return {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": LONG + question}]}
 
 
-def test_gate_admits_up_to_its_limit_per_namespace_and_forgets_idle_ones() -> None:
+def test_gate_limits_a_namespace_only_while_another_is_active() -> None:
     gate = NamespaceGate(2)
-    with gate.enter("a") as one, gate.enter("a") as two, gate.enter("a") as three, gate.enter("b") as other:
-        assert (one, two, three, other) == (True, True, False, True)
-        assert gate.in_flight("a") == 2
-    assert gate.in_flight("a") == gate.in_flight("b") == 0
+    with gate.enter("a") as one, gate.enter("a") as two, gate.enter("a") as alone:
+        assert (one, two, alone) == (True, True, True)  # nobody else is here: nothing to share
+    with gate.active("b"), gate.enter("a") as one, gate.enter("a") as two, gate.enter("a") as three:
+        assert (one, two, three) == (True, True, False)
+        with gate.enter("b") as other:
+            assert other
+    assert gate.in_flight("a") == gate.in_flight("b") == 0 and not gate.contended("a")
 
 
-async def _hold_one_lookup(gw: InProcessGateway) -> tuple[Gate, asyncio.Task[object]]:
+async def _hold_lookups(gw: InProcessGateway, *keys: str) -> tuple[Gate, list[asyncio.Task[httpx.Response]]]:
+    """One semantic lookup per key, each held inside the (shut) embedder."""
     assert (await gw.chat("what is the capital of germany")).status_code == 200  # the scope is not empty
     gate = Gate(gw.runtime.embedder.inner)
     gw.runtime.embedder.inner = gate
-    held: asyncio.Task[object] = asyncio.create_task(gw.chat("what is the capital of france"))
+    held = [asyncio.create_task(gw.chat("what is the capital of france", key=keys[0]))]
     await until(gate.entered.is_set)
+    for n, key in enumerate(keys[1:], start=1):
+        held.append(asyncio.create_task(gw.chat(f"what is the capital of france, question {n}", key=key)))
+        await until(lambda n=n: gw.runtime.embedder.queued() == n)  # type: ignore[misc]
     return gate, held
 
 
 @pytest.mark.asyncio
-async def test_namespace_over_its_share_is_matched_exactly_while_others_embed(tmp_path: Path) -> None:
+async def test_namespace_over_its_share_is_matched_exactly_while_another_is_served(tmp_path: Path) -> None:
     async with inprocess_gateway(tmp_path, heavy_requests_per_namespace=1) as gw:
-        gate, held = await _hold_one_lookup(gw)
+        gate, held = await _hold_lookups(gw, "sk-test", "sk-other")  # both admitted: one slot each
         try:
             busy = await gw.chat("what is the capital of spain")
             assert busy.status_code == 200 and busy.headers["x-deja-cache"] == "miss"
             assert busy.headers["x-deja-policy"] == "exact_only: namespace busy"
-            other = asyncio.create_task(gw.chat("what is the capital of spain", key="sk-other"))
-            await until(lambda: gw.runtime.embedder.queued() == 1)  # admitted: waiting for the embedder
         finally:
             gate.open.set()
-        assert (await held).status_code == 200  # type: ignore[attr-defined]
-        assert "x-deja-policy" not in (await other).headers
+        answers = [await task for task in held]
+        assert [a.status_code for a in answers] == [200, 200]
+        assert not [a for a in answers if "x-deja-policy" in a.headers]
+
+
+@pytest.mark.asyncio
+async def test_namespace_alone_is_not_limited(tmp_path: Path) -> None:
+    async with inprocess_gateway(tmp_path, heavy_requests_per_namespace=1) as gw:
+        gate, held = await _hold_lookups(gw, "sk-test", "sk-test")  # the second one was admitted too
+        gate.open.set()
+        answers = [await task for task in held]
+        assert not [a for a in answers if "x-deja-policy" in a.headers]
 
 
 @pytest.mark.asyncio
 async def test_large_body_over_the_share_is_a_429_with_retry_after(tmp_path: Path) -> None:
     async with inprocess_gateway(tmp_path, heavy_requests_per_namespace=1) as gw:
-        gate, held = await _hold_one_lookup(gw)
+        gate, held = await _hold_lookups(gw, "sk-test", "sk-other")
         try:
             auth = {"Authorization": "Bearer sk-test"}
             refused = await gw.client.post(CHAT, json=long_prompt("and of italy?"), headers=auth)
@@ -69,9 +86,9 @@ async def test_large_body_over_the_share_is_a_429_with_retry_after(tmp_path: Pat
             assert anthropic.status_code == 429
             assert anthropic.json() == {"type": "error", "error": {"type": "rate_limit_error",
                                                                    "message": anthropic.json()["error"]["message"]}}
-            other = await gw.client.post(CHAT, json=long_prompt("and of italy?"),
-                                         headers={"Authorization": "Bearer sk-other"})
-            assert other.status_code == 200
+            third = await gw.client.post(CHAT, json=long_prompt("and of italy?"),
+                                         headers={"Authorization": "Bearer sk-third"})
+            assert third.status_code == 200
         finally:
             gate.open.set()
-        assert (await held).status_code == 200  # type: ignore[attr-defined]
+        assert [(await task).status_code for task in held] == [200, 200]

@@ -41,8 +41,7 @@ async def until(predicate: object) -> None:
 
 
 async def test_full_embedding_queue_is_a_503_with_retry_after(tmp_path: Path) -> None:
-    # One namespace's three concurrent lookups build the queue: its share of heavy requests must allow them.
-    async with inprocess_gateway(tmp_path, embed_queue_texts=1, heavy_requests_per_namespace=8) as gw:
+    async with inprocess_gateway(tmp_path, embed_queue_texts=1) as gw:
         assert (await gw.chat("what is the capital of germany")).status_code == 200  # the scope is not empty
         batcher = gw.runtime.embedder
         gate = Gate(batcher.inner)
