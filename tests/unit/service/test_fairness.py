@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from service.fairness import LARGE_BODY_BYTES, NamespaceGate
+from service.fairness import LARGE_BODY_BYTES, RECENT_SECONDS, NamespaceGate
 from support.inprocess import CHAT, InProcessGateway, inprocess_gateway
 from tests.unit.service.test_overload import Gate, until
 
@@ -22,15 +22,27 @@ def long_prompt(question: str) -> dict[str, object]:
     return {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": LONG + question}]}
 
 
-def test_gate_limits_a_namespace_only_while_another_is_active() -> None:
-    gate = NamespaceGate(2)
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_gate_limits_a_namespace_only_while_another_is_present() -> None:
+    clock = Clock()
+    gate = NamespaceGate(2, clock)
     with gate.enter("a") as one, gate.enter("a") as two, gate.enter("a") as alone:
         assert (one, two, alone) == (True, True, True)  # nobody else is here: nothing to share
     with gate.active("b"), gate.enter("a") as one, gate.enter("a") as two, gate.enter("a") as three:
         assert (one, two, three) == (True, True, False)
         with gate.enter("b") as other:
             assert other
-    assert gate.in_flight("a") == gate.in_flight("b") == 0 and not gate.contended("a")
+    assert gate.in_flight("a") == gate.in_flight("b") == 0
+    assert gate.contended("a")  # b's last request ended just now: it will be back
+    clock.now += RECENT_SECONDS
+    assert not gate.contended("a")
 
 
 async def _hold_lookups(gw: InProcessGateway, *keys: str) -> tuple[Gate, list[asyncio.Task[httpx.Response]]]:
