@@ -68,16 +68,18 @@ def decide(
     if deciders.judge is None:
         raise ValueError("a judge-mode policy needs a judge (index.judge.model.load_judge)")
     setup = JudgeSetup(deciders.judge, policy.max_false_hit_rate, policy.judge_candidates, histories or {},
-                       policy.max_decision_chars)
+                       max_decision_chars=policy.max_decision_chars, bar_level=policy.bar_level)
     judgement = judge(query, candidates, setup, query_context)
     index = judgement.chosen if judgement.chosen is not None else judgement.best
     assert index is not None and judgement.probability is not None
     p = judgement.probability
     reason = Reason.HIT if judgement.hit else Reason.BELOW_BAR
-    if judgement.hit and deciders.exploration.explores(p, judgement.bar, policy.max_false_hit_rate, deciders.draw()):
+    explorable = judgement.hit and not judgement.same_content
+    if explorable and deciders.exploration.explores(p, judgement.bar, policy.max_false_hit_rate, deciders.draw()):
         reason = Reason.EXPLORED
     return Decision(reason, candidates[index].similarity, chosen=index, probability=p, bar=judgement.bar,
-                    version=judgement.version, max_false_hit_rate=policy.max_false_hit_rate)
+                    version=judgement.version, max_false_hit_rate=policy.max_false_hit_rate,
+                    basis="same content" if judgement.same_content else None)
 
 
 def _by_threshold(query: str, candidates: Sequence[Candidate], policy: MatchPolicy, deciders: Deciders,

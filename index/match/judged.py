@@ -11,9 +11,11 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from index.guards.form import same_content
 from index.guards.safety import pair_veto
 from index.judge.features import MISSING, EntryHistory, JudgeInput
 from index.judge.model import check_budget
+from index.match.bar import raised
 from index.match.outcome import Candidate
 from index.match.policy import DEFAULT_JUDGE_CANDIDATES, DEFAULT_MAX_FALSE_HIT_RATE
 from index.request.keys import DEFAULT_MAX_DECISION_CHARS
@@ -45,6 +47,9 @@ class Judgement:
     best: int | None = None
     # Per candidate, why `index.guards.safety` vetoed it ("" when it did not); a vetoed candidate scores 0.
     vetoes: tuple[str, ...] = ()
+    # The served candidate asks the same as the request in other words only (`index.guards.form`): served
+    # whatever its probability.
+    same_content: bool = False
 
     @property
     def hit(self) -> bool:
@@ -66,6 +71,8 @@ class JudgeSetup:
     candidates: int = DEFAULT_JUDGE_CANDIDATES
     histories: Mapping[int, EntryHistory] = field(default_factory=dict)
     max_decision_chars: int = DEFAULT_MAX_DECISION_CHARS
+    # Steps the bar is moved from the calibrated cut by the live budget (`index.match.bar`); 0 = the prior.
+    bar_level: int = 0
 
     def __post_init__(self) -> None:
         check_budget(self.max_false_hit_rate)
@@ -90,7 +97,7 @@ def judge(
     A candidate that `index.guards.safety` vetoes (past the length cap, an accent that changes a word) is not
     scored and gets probability 0: it is never served, and its features are never computed."""
     chosen = tuple(candidates[: setup.candidates])
-    bar = setup.judge.cut(setup.max_false_hit_rate)
+    bar = raised(setup.judge.cut(setup.max_false_hit_rate), setup.bar_level)
     if not chosen:
         return Judgement((), (), bar, setup.judge.version, setup.max_false_hit_rate)
     sims = [c.similarity for c in chosen]
@@ -105,9 +112,22 @@ def judge(
     if scored:
         p[scored] = setup.judge.probabilities([items[i] for i in scored])
     best = int(np.argmax(p))
-    served = best if float(p[best]) >= bar and not vetoes[best] else None
-    return Judgement(chosen, tuple(float(x) for x in p), bar, setup.judge.version, setup.max_false_hit_rate,
-                     served, best, vetoes)
+    probabilities = tuple(float(x) for x in p)
+    version, budget = setup.judge.version, setup.max_false_hit_rate
+    if float(p[best]) >= bar and not vetoes[best]:
+        return Judgement(chosen, probabilities, bar, version, budget, best, best, vetoes)
+    # Below the bar, a candidate with the request's own content words in the same order (a plain rewording)
+    # still asks the same question; the most probable such one is served (never one `index.guards.safety` vetoes).
+    same = [i for i in np.argsort(-p, kind="stable")
+            if not vetoes[int(i)] and same_content(query, chosen[int(i)].prompt)]
+    served = int(same[0]) if same and _same_context(query_context, chosen[int(same[0])].context) else None
+    return Judgement(chosen, probabilities, bar, version, budget, served, best, vetoes,
+                     same_content=served is not None)
+
+
+def _same_context(query_context: str | None, cached_context: str | None) -> bool:
+    """Conversations: a rewording of the last message is the same question only in the same context."""
+    return query_context is None or query_context == cached_context
 
 
 def _veto_reason(query: str, candidate: Candidate, query_context: str | None, max_chars: int) -> str:

@@ -61,6 +61,8 @@ class MatchPolicy:
     conversation_threshold: float = DEFAULT_MIN_SIMILARITY
     # Characters of a prompt or context the decision reads at most; longer pairs are never served (index.guards.safety).
     max_decision_chars: int = DEFAULT_MAX_DECISION_CHARS
+    # Judge mode: steps the namespace's bar sits above (or below) the calibrated cut; see `index.match.bar`.
+    bar_level: int = 0
 
     def __post_init__(self) -> None:
         for name in ("min_similarity", "min_context_similarity", "conversation_threshold"):
@@ -79,6 +81,10 @@ class MatchPolicy:
     def at(self, min_similarity: float) -> MatchPolicy:
         """The same policy at another threshold (what a sweep varies, and per-namespace thresholds set)."""
         return dataclasses.replace(self, min_similarity=min_similarity)
+
+    def at_level(self, bar_level: int) -> MatchPolicy:
+        """The same policy with the judge's bar moved `bar_level` steps (what the live budget sets)."""
+        return dataclasses.replace(self, bar_level=bar_level)
 
     def with_budget(self, max_false_hit_rate: float) -> MatchPolicy:
         """The same policy at another false-hit budget (what a judge sweep varies)."""
