@@ -71,8 +71,8 @@ def test_a_plain_rewording_is_served_below_the_bar_and_says_why() -> None:
 
 
 def test_a_contrast_below_the_bar_stays_a_miss() -> None:
-    decision = decide("How do I uninstall Docker?", [Candidate(1, "How do I install Docker?", 0.95)], JUDGED,
-                      Deciders(judge=DoubtfulJudge()))
+    decision = decide("How do I zip a folder on Mac?", [Candidate(1, "How do I zip a folder on Windows?", 0.95)],
+                      JUDGED, Deciders(judge=DoubtfulJudge()))
     assert decision.reason is Reason.BELOW_BAR and decision.basis is None
 
 
@@ -85,3 +85,28 @@ async def test_at_the_defaults_a_cold_cache_serves_a_plain_rewording_and_not_a_c
         await gw.chat("How do I install Docker?")
         contrast = await gw.chat("How do I uninstall Docker?")
         assert contrast.headers["x-deja-cache"] == "miss"
+
+
+class SureJudge(DoubtfulJudge):
+    version = "judge-sure"
+
+    def probabilities(self, items: Sequence[object]) -> npt.NDArray[np.float64]:
+        return np.full(len(items), 0.99)
+
+
+@pytest.mark.parametrize(
+    ("cached", "asked"),
+    [("How do I pin a message in Slack?", "unpin a slack message"),
+     ("How do I compress a folder?", "decompress folder"),
+     ("How to encrypt a file with gpg", "How to decrypt a file with gpg"),
+     ("upload a file to s3", "download a file from s3")],
+)
+def test_a_candidate_that_asks_the_opposite_is_vetoed_however_sure_the_judge(cached: str, asked: str) -> None:
+    decision = decide(asked, [Candidate(1, cached, 0.93)], JUDGED, Deciders(judge=SureJudge()))
+    assert decision.reason is Reason.VETOED and decision.vetoed_by == "contrast"
+
+
+def test_a_vetoed_candidate_leaves_the_others_to_the_judge() -> None:
+    candidates = [Candidate(1, "How do I install Docker?", 0.96), Candidate(2, "Docker uninstall steps?", 0.9)]
+    decision = decide("How do I uninstall Docker?", candidates, JUDGED, Deciders(judge=SureJudge()))
+    assert decision.hit and decision.chosen == 1

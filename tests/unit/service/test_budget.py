@@ -105,7 +105,7 @@ async def test_a_label_model_labels_audits_and_a_wrong_hit_raises_the_bar_and_te
         assert (row["served"], row["audited"], row["wrong"], row["bar"]) == (1, 1, 1, pytest.approx(0.95))
         # p = 0.93 cleared the prior bar of 0.90, not the raised one.
         await gw.chat("how do i pin my notes")
-        assert (await gw.chat("how do i pin my notes please")).headers["x-deja-veto"] == "judge_below_bar"
+        assert (await gw.chat("how do i pin my notes on ios")).headers["x-deja-veto"] == "judge_below_bar"
 
         gw.runtime.cache.deciders = dataclasses.replace(gw.runtime.cache.deciders, judge=FixedJudge(0.99))
         gw.runtime.audit_sampler.rate = 0.0  # no more audits: the next label would teach another difference
