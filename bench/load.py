@@ -4,6 +4,7 @@ response is checked: errors, 5xx and unexpected verdicts are counted (a load run
 
     .venv/bin/python -m bench.load [--seconds 6] [--clients 32] [--json]
     .venv/bin/python -m bench.load --clients 30 --mix --seconds 20   # hits and misses mixed, 30 clients
+    .venv/bin/python -m bench.load --only miss --profile /tmp/miss.txt  # py-spy samples of the gateway
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 import httpx
 
 from bench.common import p
+from bench.raw_client import raw_exact
 from support.services import GatewayProcess
 from support.stub_upstream import StubUpstream
 
@@ -162,7 +164,7 @@ async def seed(client: httpx.AsyncClient, key: str) -> None:
         r.raise_for_status()
 
 
-async def run(url: str, seconds: float, many: int, mix: bool) -> dict[str, object]:
+async def run(url: str, seconds: float, many: int, mix: bool, only: str | None = None) -> dict[str, object]:
     rng = random.Random(7)
     limits = httpx.Limits(max_connections=many + 4, max_keepalive_connections=many + 4)
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
@@ -174,10 +176,12 @@ async def run(url: str, seconds: float, many: int, mix: bool) -> dict[str, objec
             "semantic hit": lambda: (key, next(paraphrases)),
             "exact hit": lambda: (key, next(stored)),
         }
+        if only is not None:
+            scenarios = {only: scenarios[only]}
         if mix:  # a third each, shuffled per request
             kinds = list(scenarios.values())
             scenarios = {"mixed": lambda: rng.choice(kinds)()}
-        await run_cell(client, "warm-up", 4, min(2.0, seconds), scenarios["miss" if not mix else "mixed"])
+        await run_cell(client, "warm-up", 4, min(2.0, seconds), next(iter(scenarios.values())))
         cells = [await run_cell(client, name, clients, seconds, make)
                  for name, make in scenarios.items() for clients in ((many,) if mix else (1, many))]
         limit = await client_limit(client, many, min(seconds, 3.0))
@@ -192,7 +196,7 @@ def report(result: dict[str, object], many: int) -> str:
         lines.append(f"{c['scenario']:<14}{c['clients']:>8}{c['rps']:>9}{c['p50_ms']:>9}{c['p99_ms']:>9}"
                      f"{c['errors']:>8}{c['5xx']:>6}  {c['verdicts']}")
     by = {(c["scenario"], c["clients"]): c for c in cells}
-    for scenario in ("miss", "semantic hit", "exact hit", "exact hit (ab)"):
+    for scenario in ("miss", "semantic hit", "exact hit", "exact hit (ab)", "exact hit (raw)"):
         one, more = by.get((scenario, 1)), by.get((scenario, many))
         if one and more and one["rps"] and one["p50_ms"]:
             lines.append(f"{scenario:<14} {many} vs 1 clients: req/s x{more['rps'] / one['rps']:.2f}, "
@@ -204,16 +208,47 @@ def report(result: dict[str, object], many: int) -> str:
     return "\n".join(lines)
 
 
+def start_profile(gateway: GatewayProcess, out: Path) -> subprocess.Popen[bytes]:
+    """py-spy sampling every thread of the gateway process (needs ptrace rights over it) until stopped."""
+    py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    return subprocess.Popen([py_spy, "record", "--pid", str(gateway.pid), "--format", "raw", "--output", str(out),
+                             "--rate", "200", "--threads", "--nonblocking"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop_profile(profiler: subprocess.Popen[bytes], out: Path, top: int = 25) -> None:
+    profiler.send_signal(2)  # SIGINT: py-spy writes its file and exits
+    profiler.wait(60)
+    print(hottest(out.read_text(), top), file=sys.stderr)
+
+
+def hottest(folded: str, top: int) -> str:
+    """Share of samples in which each function is on the stack (inclusive), from folded stacks."""
+    total, inclusive = 0, Counter[str]()
+    for line in folded.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        total += int(count)
+        for frame in set(stack.split(";")):
+            inclusive[frame] += int(count)
+    rows = [f"{n / total:6.1%}  {frame}" for frame, n in inclusive.most_common(top)] if total else []
+    return "\n".join([f"py-spy: {total} samples, inclusive share per frame", *rows])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=6.0, help="duration of each cell")
     parser.add_argument("--clients", type=int, default=32, help="the concurrent side of the comparison")
     parser.add_argument("--mix", action="store_true", help="one cell mixing misses, semantic and exact hits")
     parser.add_argument("--delay", type=float, default=0.05, help="stub upstream delay, seconds")
-    parser.add_argument("--embedder", choices=["torch", "onnx"], default="torch")
+    parser.add_argument("--embedder", choices=["torch", "onnx"], default="onnx")
     parser.add_argument("--decision", choices=["threshold", "judge"], default="threshold",
                         help="DEJA_DECISION; threshold serves the bench's paraphrase pairs deterministically")
     parser.add_argument("--threads", type=int, default=0, help="DEJA_EMBED_THREADS (0 = the cores)")
+    parser.add_argument("--only", choices=["miss", "semantic hit", "exact hit"], help="one scenario only")
+    parser.add_argument("--profile", type=Path, help="py-spy samples of the gateway over the run, folded stacks "
+                        "(flamegraph input) to this file; a summary of the hottest frames to stderr")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, StubUpstream(delay=args.delay) as stub:
@@ -222,13 +257,18 @@ def main() -> None:
                "DEJA_EMBED_THREADS": str(args.threads), "DEJA_DECISION": args.decision,
                "DEJA_EXPLORE_RATE": "0"}
         gateway = GatewayProcess(env, Path(tmp) / "gw.log").start()
+        profiler = start_profile(gateway, args.profile) if args.profile else None
         try:
-            result = asyncio.run(run(gateway.url, args.seconds, args.clients, args.mix))
-            if not args.mix:  # exact hits again, driven by a C client (the stored prompts are seeded by now)
+            result = asyncio.run(run(gateway.url, args.seconds, args.clients, args.mix, args.only))
+            # exact hits again, driven by a C client (the stored prompts are seeded by now)
+            if not args.mix and args.only in (None, "exact hit"):
                 for clients in (1, args.clients):
                     measured = ab_exact(gateway.url, KEY, PAIRS[0][0], clients, 3000 if clients == 1 else 20000)
-                    if measured is not None:
-                        result["cells"].append(measured)  # type: ignore[attr-defined]
+                    if measured is None:  # no ApacheBench: the raw keep-alive client (bench/raw_client.py)
+                        measured = asyncio.run(raw_exact(gateway.url, KEY, PAIRS[0][0], clients, args.seconds))
+                    result["cells"].append(measured)  # type: ignore[attr-defined]
+            if profiler is not None:
+                stop_profile(profiler, args.profile)
             cells = result["cells"]
             assert isinstance(cells, list)
             if any(c["errors"] or c["5xx"] for c in cells):

@@ -51,7 +51,8 @@ StagesOption = Annotated[str | None, typer.Option(
     "--stages", help="Verification stages: none, or a list like polarity,values. Default: the gateway's, from "
     "DEJA_GUARD_POLARITY, DEJA_GUARD_VALUES and DEJA_VERIFIER.")]
 EmbedderOption = Annotated[EmbedderName, typer.Option(
-    help="minilm (what the gateway runs) or hash (bag-of-words baseline, no model).")]
+    help="minilm-onnx (what the gateway runs by default, DEJA_EMBEDDER=onnx), minilm (torch, DEJA_EMBEDDER=torch) "
+    "or hash (bag-of-words baseline, no model).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the whole report as JSON.")]
 DecisionOption = Annotated[DecisionMode | None, typer.Option(
     help="judge (calibrated probability against a false-hit budget) or threshold (cosine + stages). Default: "
@@ -170,7 +171,7 @@ def sweep(
     out: Annotated[Path | None, typer.Option(
         file_okay=False, help="Write CSV, JSON, PNG and HTML here (default: reports/sweep-<dataset> or "
         "reports/traffic).")] = None,
-    embedder: EmbedderOption = EmbedderName.MINILM,
+    embedder: EmbedderOption = EmbedderName.MINILM_ONNX,
     database_url: Annotated[str | None, typer.Option(
         help="--traffic: the gateway's SQLAlchemy URL. Default: DEJA_DATABASE_URL, else the SQLite file in "
         "--data-dir.")] = None,
@@ -436,7 +437,7 @@ def replay(
         metavar="FRACTION")] = None,
     stages: StagesOption = None,
     as_json: JsonOption = False,
-    embedder: EmbedderOption = EmbedderName.MINILM,
+    embedder: EmbedderOption = EmbedderName.MINILM_ONNX,
 ) -> None:
     """Replay a request trace through the real cache pipeline against a stub upstream answering per intent."""
     from eval.embedding import MemoEmbedder, embed_unique, unique_texts

@@ -60,8 +60,8 @@ class MemoEmbedder:
 class EmbedderName(StrEnum):
     """Embedders `eval` runs: the gateway's MiniLM (torch or ONNX int8), or a hashed bag of words (lexical baseline)."""
 
-    MINILM = "minilm"
-    MINILM_ONNX = "minilm-onnx"  # the same model as an int8 ONNX Runtime export (DEJA_EMBEDDER=onnx)
+    MINILM = "minilm"  # on torch (DEJA_EMBEDDER=torch)
+    MINILM_ONNX = "minilm-onnx"  # the same model as an int8 ONNX Runtime export (DEJA_EMBEDDER=onnx, the default)
     HASH = "hash"
 
 

@@ -14,6 +14,8 @@ class Verdict(StrEnum):
 
     EXACT_HIT = "hit-exact"
     SEMANTIC_HIT = "hit-semantic"
+    # Answered by an identical request's trip upstream, made while this one waited (service single-flight).
+    COALESCED = "hit-coalesced"
     MISS = "miss"
     BYPASS = "bypass"
 

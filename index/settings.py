@@ -136,7 +136,8 @@ class Settings(BaseSettings):
                                  "gpt-4.1-mini": 0.001, "gpt-4.1-nano": 0.00025},
         description="USD per 1K tokens (blended) by model, for the cost-saved metric")
     embedder: EmbedderBackend = Field(
-        EmbedderBackend.TORCH, description="Embedding backend: 'torch' (sentence-transformers) or 'onnx' (int8)")
+        EmbedderBackend.ONNX, description="Embedding backend: 'onnx' (MiniLM as an int8 ONNX Runtime export, no torch "
+        "at run time) or 'torch' (sentence-transformers, any model folder)")
     embedding_model: Path | None = Field(
         None, description="Folder of a sentence-transformers model (torch backend); empty = bundled MiniLM")
     embed_threads: int = Field(

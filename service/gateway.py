@@ -28,15 +28,17 @@ from index.match.policy import MatchPolicy
 from index.records import CachedResponse, QueryVectors, Verdict
 from index.request.keys import CacheKey, LookupMode, key_for
 from index.storage.decision_log import DecisionRecord, LabelSource
+from index.storage.exact import LruExactCache
 from service.credentials import NO_CREDENTIAL, namespace_of
 from service.dialects import Dialect, speaks_anthropic
 from service.dialects.base import UpstreamName
-from service.errors import BadRequest, NotFound, PayloadTooLarge, TooManyRequests, UpstreamError
+from service.errors import BadRequest, NotFound, PayloadTooLarge, TooManyRequests, UpstreamError, UpstreamTimeout
 from service.evidence import difference_veto, hit_facts, label_case
 from service.fairness import BUSY_REASON, LARGE_BODY_BYTES
 from service.labeler import Labeler
 from service.requests import CacheDirectives, parse_cache_control
 from service.runtime import Runtime
+from service.single_flight import Flight, SharedAnswer, SingleFlight
 from service.upstream import response_headers
 
 log = logging.getLogger("deja.gateway")
@@ -62,6 +64,12 @@ class Exchange:
     @property
     def storable(self) -> bool:
         return self.key.mode is not LookupMode.BYPASS and self.directives.store
+
+    @property
+    def coalesces(self) -> bool:
+        """Whether it may share an identical request's trip upstream; `no-cache`, `no-store` and `max-age=0`
+        (nothing may be served from the cache) opt out."""
+        return self.storable and self.directives.lookup and self.directives.max_age != 0
 
     @property
     def forward_verdict(self) -> Verdict:
@@ -90,6 +98,8 @@ class Gateway:
         self.rt = runtime
         self.cache = runtime.cache
         self.labeler = Labeler(runtime)
+        # A follower waits as long as its own upstream call could stay silent before timing out.
+        self.flights = SingleFlight(runtime.settings.upstream_read_timeout)
 
     async def handle(self, request: Request, dialect: Dialect) -> Response:
         namespace = namespace_of(request.headers, self.rt.credentials, self.rt.secret) or ""
@@ -106,6 +116,9 @@ class Gateway:
     async def _handle(self, request: Request, dialect: Dialect, holding: bool) -> Response:
         """`holding`: the request already holds one of its namespace's heavy slots (a large body)."""
         exchange = await self._parse(request, dialect)
+        coalesces = exchange.coalesces
+        if coalesces and (joined := await self._join(exchange)) is not None:
+            return joined
         lookup = Lookup(Verdict.BYPASS)
         if exchange.key.mode is not LookupMode.BYPASS and exchange.directives.lookup:
             policy = self.rt.thresholds.policy_for(exchange.key.namespace)
@@ -114,7 +127,11 @@ class Gateway:
             with self.rt.heavy.enter(exchange.key.namespace) if heavy else nullcontext(True) as admitted:
                 if not admitted:  # over its namespace's share of the CPU: exact only, never waiting
                     exchange = _exact_only(exchange, BUSY_REASON)
-                lookup = await run_in_threadpool(self.cache.lookup, exchange.key, policy)
+                inline = self._inline_exact(exchange.key)
+                if inline is not None:
+                    lookup = inline
+                else:
+                    lookup = await run_in_threadpool(self.cache.lookup, exchange.key, policy)
             lookup = difference_veto(self.rt, exchange.key.namespace, exchange.key.prompt, lookup)
             self._observe_lookup(exchange, lookup, policy.min_similarity)
             served = self._servable(exchange, lookup.response)
@@ -123,10 +140,44 @@ class Gateway:
             if lookup.response is not None:  # too old for the caller's max-age, or cannot stand in
                 lookup = dataclasses.replace(lookup, verdict=Verdict.MISS, response=None)
         self.rt.metrics.requests.labels(dialect.name, exchange.forward_verdict.value).inc()
+        if coalesces and (joined := await self._join(exchange)) is not None:  # one left for upstream meanwhile
+            return joined
         headers = self._headers(exchange, lookup, exchange.forward_verdict)
+        flight = self.flights.lead(exchange.key.exact) if coalesces else None
+        try:
+            if exchange.stream:
+                return await self._forward_stream(exchange, lookup, headers, flight)
+            return await self._forward(exchange, lookup, headers, flight)
+        except BaseException:
+            if flight is not None:
+                flight.settle(None)
+            raise
+
+    async def _join(self, exchange: Exchange) -> Response | None:
+        """The answer of an identical request already upstream, once it arrives; None when there is none in
+        flight, or when it ended without an answer to share (this request then goes upstream itself)."""
+        flight = self.flights.follow(exchange.key.exact)
+        if flight is None:
+            return None
+        timeout = self.flights.max_age
+        try:
+            shared = await flight.wait(timeout)
+        except TimeoutError:
+            raise UpstreamTimeout(
+                f"upstream timed out: the identical request in flight took over {timeout:g} s") from None
+        served = None if shared is None else exchange.dialect.serve(shared.body, exchange.body, self.rt.clock())
+        if shared is None or served is None:
+            return None
+        verdict = Verdict.COALESCED
+        self.rt.metrics.requests.labels(exchange.dialect.name, verdict.value).inc()
+        self._observe_time(exchange, verdict)
+        headers = self._headers(exchange, Lookup(verdict), verdict)
+        if shared.entry_id is not None:
+            headers["X-Deja-Entry"] = str(shared.entry_id)
         if exchange.stream:
-            return await self._forward_stream(exchange, lookup, headers)
-        return await self._forward(exchange, lookup, headers)
+            return StreamingResponse(_aiter(exchange.dialect.replay(served, exchange.body)),
+                                     media_type="text/event-stream", headers=headers)
+        return Response(jsonio.dumps(served), media_type="application/json", headers=headers)
 
     async def _parse(self, request: Request, dialect: Dialect) -> Exchange:
         started = time.perf_counter()
@@ -139,6 +190,19 @@ class Gateway:
         if namespace is None:  # never file an answer under "nobody": every such caller would share it
             key = dataclasses.replace(key, mode=LookupMode.BYPASS, mode_reason=NO_CREDENTIAL)
         return Exchange(uuid.uuid4().hex, dialect, raw, body, key, directives, dict(request.headers), started)
+
+    def _inline_exact(self, key: CacheKey) -> Lookup | None:
+        """An exact hit in the in-process tier, read on the event loop: it never blocks, and the hop to the
+        thread pool was the largest share of an exact hit's time under load (py-spy, bench.load). Anything else
+        (Redis, SQL, the semantic tier) goes through `Cache.lookup` on the pool."""
+        if not isinstance(self.cache.exact, LruExactCache):
+            return None
+        started = time.perf_counter()
+        hit = self.cache.exact.get(key.exact)
+        if hit is None:
+            return None
+        return Lookup(Verdict.EXACT_HIT, hit, similarity=1.0,
+                      timings_ms={"exact": (time.perf_counter() - started) * 1000})
 
     def _servable(self, exchange: Exchange, cached: CachedResponse | None) -> dict[str, Any] | None:
         max_age = exchange.directives.max_age
@@ -229,7 +293,8 @@ class Gateway:
         finally:
             self.rt.metrics.stage_seconds.labels("upstream").observe(time.perf_counter() - started)
 
-    async def _forward(self, exchange: Exchange, lookup: Lookup, headers: dict[str, str]) -> Response:
+    async def _forward(self, exchange: Exchange, lookup: Lookup, headers: dict[str, str],
+                       flight: Flight | None) -> Response:
         response = await self._send(exchange)
         content = await self.rt.upstream_for(exchange.dialect.upstream).read(response)
         if response.status_code == 200:
@@ -239,27 +304,36 @@ class Gateway:
                 entry_id = await self._store(exchange, answer, lookup)
                 if entry_id is not None:
                     headers["X-Deja-Entry"] = str(entry_id)
+                if flight is not None:
+                    flight.settle(SharedAnswer(answer, entry_id))
+        if flight is not None:
+            flight.settle(None)
         self._observe_time(exchange, exchange.forward_verdict)
         return Response(content, status_code=response.status_code,
                         headers={**response_headers(response.headers), **headers})
 
-    async def _forward_stream(self, exchange: Exchange, lookup: Lookup, headers: dict[str, str]) -> Response:
+    async def _forward_stream(self, exchange: Exchange, lookup: Lookup, headers: dict[str, str],
+                              flight: Flight | None) -> Response:
         response = await self._send(exchange)
         is_sse = response.headers.get("content-type", "").startswith("text/event-stream")
         if response.status_code != 200 or not is_sse:
+            if flight is not None:
+                flight.settle(None)
             content = await self.rt.upstream_for(exchange.dialect.upstream).read(response)
             if response.status_code == 200:
                 _upstream_json(content, exchange)
             self._observe_time(exchange, exchange.forward_verdict)
             return Response(content, status_code=response.status_code,
                             headers={**response_headers(response.headers), **headers})
-        return StreamingResponse(self._relay(exchange, response, lookup), status_code=200,
+        return StreamingResponse(self._relay(exchange, response, lookup, flight), status_code=200,
                                  headers={**response_headers(response.headers), **headers},
                                  media_type="text/event-stream")
 
-    async def _relay(self, exchange: Exchange, response: httpx.Response, lookup: Lookup) -> AsyncIterator[bytes]:
+    async def _relay(self, exchange: Exchange, response: httpx.Response, lookup: Lookup,
+                     flight: Flight | None) -> AsyncIterator[bytes]:
         """Pass events through as they arrive; store once the dialect sees a clean, storable end (before the
-        client gets the last bytes, so a request sent right after the stream ends already finds the entry)."""
+        client gets the last bytes, so a request sent right after the stream ends already finds the entry), and
+        hand the answer to the identical requests waiting on `flight`."""
         accumulator = exchange.dialect.accumulator()
         stored = False
         upstream = self.rt.upstream_for(exchange.dialect.upstream)
@@ -274,7 +348,9 @@ class Gateway:
                             yield chunk
                             continue
                         self._label_near_miss(exchange, answer, lookup)
-                        await self._store(exchange, answer, lookup)
+                        entry_id = await self._store(exchange, answer, lookup)
+                        if flight is not None:
+                            flight.settle(SharedAnswer(answer, entry_id))
                     yield chunk
             if not accumulator.ended:  # ended cleanly at the HTTP level, but the answer is unfinished
                 log.warning("upstream stream ended before its last event (request %s)", exchange.request_id)
@@ -284,6 +360,8 @@ class Gateway:
             log.warning("upstream stream cut (request %s): %s", exchange.request_id, exc)
             yield exchange.dialect.stream_error(f"The upstream stream was interrupted: {exc}", exc.kind)
         finally:
+            if flight is not None:
+                flight.settle(None)
             self._observe_time(exchange, exchange.forward_verdict)
 
     def _worth_storing(self, exchange: Exchange, answer: dict[str, Any]) -> bool:

@@ -17,6 +17,7 @@ import httpx
 
 from index.embedding.embedder import HashEmbedder
 from service.app import create_app
+from service.gateway import Gateway
 from service.runtime import Parts, Runtime
 from service.settings import Settings
 from support.label_stub import LabelStub, is_label_call
@@ -37,6 +38,8 @@ class MockUpstream:
         self.failures: deque[str] = deque()
         self.transport = httpx.MockTransport(self._handle)
         self.apis: dict[str, StubApi] = {api.path: api for api in (ChatApi(), MessagesApi(), ResponsesApi())}
+        # When set, answers wait until the test opens it: requests stay upstream for as long as the test needs.
+        self.gate: asyncio.Event | None = None
         self.labels = LabelStub()
 
     @property
@@ -49,6 +52,8 @@ class MockUpstream:
     async def _handle(self, request: httpx.Request) -> httpx.Response:
         await request.aread()
         self.requests.append(request)
+        if self.gate is not None:
+            await self.gate.wait()
         api = self.apis.get(request.url.path)
         if api is None or request.method != "POST":
             return httpx.Response(200, json={"object": "list", "data": [{"id": "stub-model", "object": "model"}]})
@@ -100,6 +105,7 @@ class InProcessGateway:
     upstream: MockUpstream
     clock: Clock
     runtime: Runtime
+    gateway: Gateway
 
     async def chat(self, content: str, key: str | None = "sk-test", stream: bool = False,
                    headers: dict[str, str] | None = None) -> httpx.Response:
@@ -136,4 +142,4 @@ async def inprocess_gateway(tmp_path: Path, parts: Parts | None = None, **settin
         await asyncio.to_thread(app.state.runtime.ready.wait, 30)  # the index loads in the background
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://deja.test") as client:
-            yield InProcessGateway(client, upstream, clock, app.state.runtime)
+            yield InProcessGateway(client, upstream, clock, app.state.runtime, app.state.gateway)

@@ -122,6 +122,12 @@ class GatewayProcess:
         """The `DEJA_DATA_DIR` it was started with (its SQLite file and secret live there)."""
         return Path(self.env["DEJA_DATA_DIR"])
 
+    @property
+    def pid(self) -> int:
+        """The server's process id (for a profiler); only while it runs."""
+        assert self._proc is not None
+        return self._proc.pid
+
     def start(self, timeout: float = 120.0) -> GatewayProcess:
         env = {**os.environ, "HF_HUB_OFFLINE": "1", **self.env}
         with self.log_path.open("ab") as log:

@@ -16,6 +16,7 @@ import json
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,9 @@ class Isotonic:
         return np.clip(np.interp(raw, self.xs, self.ys), 0.0, 1.0)
 
 
+_WalkTables = tuple[npt.NDArray[np.intp], Floats, npt.NDArray[np.intp]]
+
+
 @dataclass(frozen=True, eq=False)
 class Forest:
     """A boosted tree ensemble as flat node arrays, evaluated for all trees at once with numpy.
@@ -132,18 +136,41 @@ class Forest:
     baseline: float
 
     def decision(self, features: Floats) -> Floats:
-        """Log-odds of each row (rows of `features`, columns in the trained order)."""
-        rows = np.arange(features.shape[0])[:, None]
-        node = np.broadcast_to(self.roots, (features.shape[0], self.roots.size))
-        for _ in range(self.depth):
-            x = features[rows, self.feature[node]]
-            go_left = np.where(np.isnan(x), self.missing_left[node], x <= self.threshold[node])
-            step = np.where(go_left, self.left[node], self.right[node])
-            if np.array_equal(step, node):  # every row sits on a leaf of every tree
-                break
-            node = step
-        scores: Floats = self.value[node].sum(axis=1) + self.baseline
+        """Log-odds of each row (rows of `features`, columns in the trained order).
+
+        All rows and trees walk together on flat arrays, one comparison per level: each feature comes twice,
+        once with NaN as -inf (read by nodes that send missing values left) and once with NaN as +inf (the
+        others), so a node's test is a plain `x > threshold` and the children are one interleaved table."""
+        n_rows, n_features = features.shape
+        missing = np.isnan(features)
+        table = np.concatenate([np.where(missing, -np.inf, features), np.where(missing, np.inf, features)], axis=1)
+        flat = table.ravel()
+        column, threshold, children = self._walk_tables(n_features)
+        trees = self.roots.size
+        base = np.repeat(np.arange(n_rows, dtype=np.intp) * (2 * n_features), trees)
+        node = np.tile(self.roots.astype(np.intp), n_rows)
+        for _ in range(self.depth):  # a leaf is its own child: rows that reached one stay there
+            node = children[2 * node + (flat[base + column[node]] > threshold[node])]
+        scores: Floats = self.value[node].reshape(n_rows, trees).sum(axis=1) + self.baseline
         return scores
+
+    @cached_property
+    def _walks(self) -> dict[int, _WalkTables]:
+        return {}
+
+    def _walk_tables(self, n_features: int) -> _WalkTables:
+        """Per node: the column of the doubled feature table it reads, its threshold, and [left, right]
+        (built once per feature count; a race only builds equal tables twice)."""
+        cached = self._walks.get(n_features)
+        if cached is not None:
+            return cached
+        column = self.feature.astype(np.intp) + np.where(self.missing_left, 0, n_features)
+        # NaN as +inf must go right even past a split on "missing or not" (threshold +inf).
+        threshold = np.minimum(self.threshold, np.finfo(np.float64).max)
+        children = np.stack([self.left, self.right], axis=1).astype(np.intp).ravel()
+        tables = (column, threshold, children)
+        self._walks[n_features] = tables
+        return tables
 
     def arrays(self) -> dict[str, npt.NDArray[Any]]:
         return {"feature": self.feature, "threshold": self.threshold, "missing_left": self.missing_left,
