@@ -26,7 +26,7 @@ from index.match.policy import (
     MatchPolicy,
     default_min_similarity,
 )
-from index.request.keys import ContextMatch
+from index.request.keys import DEFAULT_MAX_DECISION_CHARS, ContextMatch
 
 log = logging.getLogger("deja.settings")
 
@@ -67,6 +67,18 @@ class Settings(BaseSettings):
     verifier: bool = Field(False, description="Retired (the judge replaced the cross-encoder verifier); "
                            "accepted and ignored with a warning")
     verifier_min_probability: float | None = Field(None, ge=0.0, le=1.0, description="Retired with DEJA_VERIFIER")
+    max_decision_chars: int = Field(
+        DEFAULT_MAX_DECISION_CHARS, ge=100, le=100_000,
+        description="Characters of a prompt (and of a conversation's relevant context) the semantic decision reads "
+        "at most; a longer request gets exact hits only, so CPU work per request stays bounded")
+    heavy_requests_per_namespace: int = Field(
+        0, ge=0, description="Heavy requests (a semantic lookup, or a body over 64 KiB) one namespace may have in "
+        "flight while another namespace has a request in flight; beyond it a lookup is matched exactly only "
+        "(X-Deja-Policy: exact_only: namespace busy) and a large body gets 429 + Retry-After, so one tenant cannot "
+        "starve the others; a namespace alone is never limited; 0 = half the usable cores (at least 1)")
+    store_refusals: bool = Field(
+        False, description="Store answers that are not answers: refusals, empty content, all tool errors "
+        "(off: they are relayed and never cached)")
     namespace_secret: SecretStr | None = Field(None, description="HMAC secret for namespaces; default generated")
     credential_headers: Annotated[tuple[str, ...], NoDecode] = Field(
         (), description="More headers that carry a credential (comma-separated), besides Authorization, "
@@ -184,6 +196,7 @@ class Settings(BaseSettings):
             decision=self.decision,
             max_false_hit_rate=self.max_false_hit_rate,
             judge_candidates=self.judge_candidates,
+            max_decision_chars=self.max_decision_chars,
         )
 
     @property

@@ -59,6 +59,14 @@ class NotFound(HttpError):
     kind = "not_found_error"
 
 
+class TooManyRequests(HttpError):
+    """The caller's namespace has its share of heavy requests in flight (`service.fairness`): retry in a second."""
+
+    status = 429
+    kind = "rate_limit_error"
+    headers: ClassVar[Mapping[str, str]] = MappingProxyType({"Retry-After": "1"})
+
+
 class UpstreamError(HttpError):
     status = 502
     kind = "upstream_error"

@@ -12,7 +12,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable
-from contextlib import aclosing
+from contextlib import aclosing, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,8 +32,9 @@ from index.storage.exact import LruExactCache
 from service.credentials import NO_CREDENTIAL, namespace_of
 from service.dialects import Dialect, speaks_anthropic
 from service.dialects.base import UpstreamName
-from service.errors import BadRequest, NotFound, PayloadTooLarge, UpstreamError, UpstreamTimeout
+from service.errors import BadRequest, NotFound, PayloadTooLarge, TooManyRequests, UpstreamError, UpstreamTimeout
 from service.evidence import difference_veto, hit_facts, label_case
+from service.fairness import BUSY_REASON, LARGE_BODY_BYTES
 from service.labeler import Labeler
 from service.requests import CacheDirectives, parse_cache_control
 from service.runtime import Runtime
@@ -101,6 +102,19 @@ class Gateway:
         self.flights = SingleFlight(runtime.settings.upstream_read_timeout)
 
     async def handle(self, request: Request, dialect: Dialect) -> Response:
+        namespace = namespace_of(request.headers, self.rt.credentials, self.rt.secret) or ""
+        with self.rt.heavy.active(namespace):  # other namespaces' heavy work yields to this one while it runs
+            declared = request.headers.get("content-length", "")
+            if not (declared.isdigit() and int(declared) > LARGE_BODY_BYTES):
+                return await self._handle(request, dialect, holding=False)
+            # A large body is heavy by itself: it takes one of its namespace's slots before it is even read.
+            with self.rt.heavy.enter(namespace) as admitted:
+                if not admitted:
+                    raise TooManyRequests("Too many large requests in flight for this API key; retry shortly.")
+                return await self._handle(request, dialect, holding=True)
+
+    async def _handle(self, request: Request, dialect: Dialect, holding: bool) -> Response:
+        """`holding`: the request already holds one of its namespace's heavy slots (a large body)."""
         exchange = await self._parse(request, dialect)
         coalesces = exchange.coalesces
         if coalesces and (joined := await self._join(exchange)) is not None:
@@ -108,8 +122,16 @@ class Gateway:
         lookup = Lookup(Verdict.BYPASS)
         if exchange.key.mode is not LookupMode.BYPASS and exchange.directives.lookup:
             policy = self.rt.thresholds.policy_for(exchange.key.namespace)
-            inline = self._inline_exact(exchange.key)
-            lookup = inline if inline is not None else await run_in_threadpool(self.cache.lookup, exchange.key, policy)
+            # Semantic lookups embed and judge; exact-only ones are cheap. A held slot covers its own lookup.
+            heavy = exchange.key.mode is LookupMode.FULL and not holding
+            with self.rt.heavy.enter(exchange.key.namespace) if heavy else nullcontext(True) as admitted:
+                if not admitted:  # over its namespace's share of the CPU: exact only, never waiting
+                    exchange = _exact_only(exchange, BUSY_REASON)
+                inline = self._inline_exact(exchange.key)
+                if inline is not None:
+                    lookup = inline
+                else:
+                    lookup = await run_in_threadpool(self.cache.lookup, exchange.key, policy)
             lookup = difference_veto(self.rt, exchange.key.namespace, exchange.key.prompt, lookup)
             self._observe_lookup(exchange, lookup, policy.min_similarity)
             served = self._servable(exchange, lookup.response)
@@ -163,7 +185,8 @@ class Gateway:
         body = dialect.parse(raw)
         directives = parse_cache_control(request.headers.get("cache-control"))
         namespace = namespace_of(request.headers, self.rt.credentials, self.rt.secret)
-        key = key_for(namespace or "", dialect.canonical(body, request.headers), self.rt.policy.context_match)
+        key = key_for(namespace or "", dialect.canonical(body, request.headers), self.rt.policy.context_match,
+                      self.rt.policy.max_decision_chars)
         if namespace is None:  # never file an answer under "nobody": every such caller would share it
             key = dataclasses.replace(key, mode=LookupMode.BYPASS, mode_reason=NO_CREDENTIAL)
         return Exchange(uuid.uuid4().hex, dialect, raw, body, key, directives, dict(request.headers), started)
@@ -276,7 +299,7 @@ class Gateway:
         content = await self.rt.upstream_for(exchange.dialect.upstream).read(response)
         if response.status_code == 200:
             answer = exchange.dialect.stored_answer(_upstream_json(content, exchange))
-            if answer is not None and exchange.storable:
+            if answer is not None and exchange.storable and self._worth_storing(exchange, answer):
                 self._label_near_miss(exchange, answer, lookup)
                 entry_id = await self._store(exchange, answer, lookup)
                 if entry_id is not None:
@@ -321,6 +344,9 @@ class Gateway:
                     if not stored and accumulator.complete and exchange.storable:
                         stored = True
                         answer = accumulator.answer()
+                        if not self._worth_storing(exchange, answer):
+                            yield chunk
+                            continue
                         self._label_near_miss(exchange, answer, lookup)
                         entry_id = await self._store(exchange, answer, lookup)
                         if flight is not None:
@@ -337,6 +363,15 @@ class Gateway:
             if flight is not None:
                 flight.settle(None)
             self._observe_time(exchange, exchange.forward_verdict)
+
+    def _worth_storing(self, exchange: Exchange, answer: dict[str, Any]) -> bool:
+        """A refusal, an empty answer or one of only failed tools is relayed, never stored (unless
+        `DEJA_STORE_REFUSALS`): served again for a whole TTL, it would repeat a failure as if it were the answer."""
+        reason = None if self.rt.settings.store_refusals else exchange.dialect.non_answer(answer)
+        if reason is not None:
+            self.rt.metrics.not_stored.labels(reason).inc()
+            log.info("answer not cached (request %s): %s", exchange.request_id, reason)
+        return reason is None
 
     def _label_near_miss(self, exchange: Exchange, answer: dict[str, Any], lookup: Lookup) -> None:
         """A candidate was found and not served: compare its answer with the fresh one, in the background."""
@@ -386,6 +421,11 @@ def _upstream_json(content: bytes, exchange: Exchange) -> Any:
     except (ValueError, RecursionError) as exc:
         log.warning("upstream 200 with a broken JSON body (request %s): %s", exchange.request_id, exc)
         raise UpstreamError("The upstream answer was cut short or is not valid JSON; nothing was cached.") from exc
+
+
+def _exact_only(exchange: Exchange, reason: str) -> Exchange:
+    key = dataclasses.replace(exchange.key, mode=LookupMode.EXACT_ONLY, mode_reason=reason)
+    return dataclasses.replace(exchange, key=key)
 
 
 async def _aiter(chunks: Iterable[bytes]) -> AsyncIterator[bytes]:

@@ -17,7 +17,7 @@ def answer_text(completion: dict[str, Any] | None) -> str:
     parts = []
     for choice in completion.get("choices") or []:
         message = choice.get("message") or {}
-        parts.append(str(message.get("content") or ""))
+        parts.append(str(message.get("content") or message.get("refusal") or ""))
         for call in message.get("tool_calls") or []:
             function = call.get("function") or {}
             parts.append(f"{function.get('name')}({function.get('arguments')})")

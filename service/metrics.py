@@ -35,6 +35,8 @@ class Metrics:
         self.degraded = Counter("deja_backend_failures", "Cache backend failures degraded to a miss",
                                 ["backend"], registry=r)
         self.audits = Counter("deja_audits", "Background audits by outcome", ["outcome"], registry=r)
+        self.not_stored = Counter("deja_answers_not_stored", "Upstream answers relayed but not cached, by reason "
+                                  "(refusal, empty, tool errors)", ["reason"], registry=r)
         # The live false-hit budget per (namespace, API), as `/deja/budget` reports it (`index.match.budget`).
         budget_labels = ["namespace", "api"]
         self.budget = Gauge("deja_budget_max_false_hit_rate", "The false-hit budget (DEJA_MAX_FALSE_HIT_RATE)",

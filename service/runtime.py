@@ -44,6 +44,7 @@ from index.storage.judge_models import JudgeStore
 from service.budget import BudgetKeeper
 from service.credentials import credential_policy
 from service.dialects.base import UpstreamName
+from service.fairness import NamespaceGate, default_share
 from service.label_judge import LabelJudge
 from service.metrics import Metrics
 from service.settings import Settings
@@ -177,6 +178,7 @@ class Runtime:
         self._started = False
         self._task: asyncio.Task[None] | None = None
         self.audit_slots = asyncio.Semaphore(settings.audit_concurrency)
+        self.heavy = NamespaceGate(settings.heavy_requests_per_namespace or default_share(available_cores()))
         self.background: set[asyncio.Task[None]] = set()
 
     def prior_bar(self, namespace: str) -> float:

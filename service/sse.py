@@ -17,6 +17,8 @@ def storable_finish(reason: object) -> bool:
 class _Choice:
     role: str = "assistant"
     content: list[str] = field(default_factory=list)
+    # A delta carried `content` as a string (even ""): the message's content is a string, not null.
+    has_content: bool = False
     refusal: list[str] = field(default_factory=list)
     tool_calls: dict[int, dict[str, Any]] = field(default_factory=dict)
     finish_reason: str | None = None
@@ -72,7 +74,8 @@ class StreamAccumulator:
             slot = self._choices.setdefault(int(choice.get("index", 0)), _Choice())
             delta = choice.get("delta") or {}
             slot.role = delta.get("role") or slot.role
-            if delta.get("content"):
+            if isinstance(delta.get("content"), str):
+                slot.has_content = True
                 slot.content.append(delta["content"])
             if delta.get("refusal"):
                 slot.refusal.append(delta["refusal"])
@@ -100,7 +103,10 @@ class StreamAccumulator:
         choices = []
         for index in sorted(self._choices):
             slot = self._choices[index]
-            message: dict[str, Any] = {"role": slot.role, "content": "".join(slot.content) or None}
+            content = "".join(slot.content) if slot.has_content else None
+            if content == "" and (slot.refusal or slot.tool_calls):
+                content = None  # the opening delta's "" of a refusal or tool call: upstream's message says null
+            message: dict[str, Any] = {"role": slot.role, "content": content}
             if slot.refusal:
                 message["refusal"] = "".join(slot.refusal)
             if slot.tool_calls:
@@ -130,6 +136,9 @@ def replay(completion: dict[str, Any], include_usage: bool) -> Iterator[bytes]:
         yield _event({**head, "choices": [{"index": index, "delta": delta, "finish_reason": None}]})
         if message.get("content"):
             yield _event({**head, "choices": [{"index": index, "delta": {"content": message["content"]},
+                                               "finish_reason": None}]})
+        if message.get("refusal"):
+            yield _event({**head, "choices": [{"index": index, "delta": {"refusal": message["refusal"]},
                                                "finish_reason": None}]})
         if message.get("tool_calls"):
             calls = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]

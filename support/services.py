@@ -113,6 +113,11 @@ class GatewayProcess:
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
+    def pid(self) -> int:
+        assert self._proc is not None, "not started"
+        return self._proc.pid
+
+    @property
     def data_dir(self) -> Path:
         """The `DEJA_DATA_DIR` it was started with (its SQLite file and secret live there)."""
         return Path(self.env["DEJA_DATA_DIR"])

@@ -11,6 +11,9 @@ SSE = bytes
 DONE = b"data: [DONE]\n\n"
 # The event after which a "cut" stream breaks off.
 CUT_AFTER = 3
+# Outcomes that are complete answers but not answers: the model refused ("refusal": the answer text is the
+# refusal), or said nothing ("empty": "" as content).
+REFUSAL, EMPTY = "refusal", "empty"
 
 
 def _event(data: dict[str, Any], name: str | None = None) -> SSE:
@@ -71,9 +74,23 @@ class ChatApi:
         return str(body["messages"][-1].get("content"))
 
     def answer(self, body: dict[str, Any], n: int, text: str, outcome: str) -> dict[str, Any]:
-        return completion(body, text, n, "content_filter" if outcome == "unfinished" else "stop")
+        answer = completion(body, "" if outcome == EMPTY else text, n,
+                            "content_filter" if outcome == "unfinished" else "stop")
+        if outcome == REFUSAL:  # as OpenAI answers a refusal: content null, the text in `refusal`
+            answer["choices"][0]["message"] = {"role": "assistant", "content": None, "refusal": text}
+        return answer
 
     def events(self, body: dict[str, Any], n: int, text: str, outcome: str) -> list[SSE]:
+        if outcome == EMPTY:
+            return [*stream_events(body, "", n)[:1], *stream_events(body, "", n)[-1:], DONE]
+        if outcome == REFUSAL:
+            head = {"id": f"chatcmpl-stub-{n}", "object": "chat.completion.chunk", "created": 1700000000,
+                    "model": body["model"]}
+            deltas = [{"role": "assistant", "content": None, "refusal": ""},
+                      *({"refusal": (" " if i else "") + w} for i, w in enumerate(text.split(" ")))]
+            events = [{**head, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+            events.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+            return [*(_event(e) for e in events), DONE]
         return [*stream_events(body, text, n, "content_filter" if outcome == "unfinished" else "stop"), DONE]
 
     def error(self, status: int, message: str) -> dict[str, Any]:
@@ -91,14 +108,19 @@ class MessagesApi:
     def answer(self, body: dict[str, Any], n: int, text: str, outcome: str) -> dict[str, Any]:
         return {
             "id": f"msg_stub_{n}", "type": "message", "role": "assistant", "model": body["model"],
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": "refusal" if outcome == "unfinished" else "end_turn", "stop_sequence": None,
+            "content": [{"type": "text", "text": text}] if outcome != EMPTY else [],
+            "stop_reason": "refusal" if outcome in ("unfinished", REFUSAL) else "end_turn", "stop_sequence": None,
             "usage": {"input_tokens": 12, "output_tokens": 6},
         }
 
     def events(self, body: dict[str, Any], n: int, text: str, outcome: str) -> list[SSE]:
         message = {**self.answer(body, n, text, outcome), "content": [], "stop_reason": None,
                    "usage": {"input_tokens": 12, "output_tokens": 1}}
+        if outcome == EMPTY:
+            return [_event({"type": "message_start", "message": message}, "message_start"),
+                    _event({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                            "usage": {"output_tokens": 0}}, "message_delta"),
+                    _event({"type": "message_stop"}, "message_stop")]
         events = [_event({"type": "message_start", "message": message}, "message_start"),
                   _event({"type": "content_block_start", "index": 0,
                           "content_block": {"type": "text", "text": ""}}, "content_block_start"),
@@ -106,7 +128,7 @@ class MessagesApi:
         events += [_event({"type": "content_block_delta", "index": 0,
                            "delta": {"type": "text_delta", "text": (" " if i else "") + w}}, "content_block_delta")
                    for i, w in enumerate(text.split(" "))]
-        stop = "refusal" if outcome == "unfinished" else "end_turn"
+        stop = "refusal" if outcome in ("unfinished", REFUSAL) else "end_turn"
         events += [_event({"type": "content_block_stop", "index": 0}, "content_block_stop"),
                    _event({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
                            "usage": {"output_tokens": 6}}, "message_delta"),
@@ -134,8 +156,11 @@ class ResponsesApi:
         return str(value)
 
     def answer(self, body: dict[str, Any], n: int, text: str, outcome: str) -> dict[str, Any]:
+        part: dict[str, Any] = {"type": "output_text", "text": "" if outcome == EMPTY else text, "annotations": []}
+        if outcome == REFUSAL:
+            part = {"type": "refusal", "refusal": text}
         item = {"id": f"msg_stub_{n}", "type": "message", "status": "completed", "role": "assistant",
-                "content": [{"type": "output_text", "text": text, "annotations": []}]}
+                "content": [part]}
         response = {
             "id": f"resp_stub_{n}", "object": "response", "created_at": 1700000000, "model": body.get("model"),
             "status": "incomplete" if outcome == "unfinished" else "completed", "output": [item],
@@ -152,6 +177,8 @@ class ResponsesApi:
     def events(self, body: dict[str, Any], n: int, text: str, outcome: str) -> list[SSE]:
         final = self.answer(body, n, text, outcome)
         item = final["output"][0]
+        if outcome == REFUSAL:
+            return self._refusal_events(final, text)
         where = {"item_id": item["id"], "output_index": 0, "content_index": 0}
         raw: list[dict[str, Any]] = [
             {"type": "response.created", "response": {**final, "status": "in_progress", "output": []}},
@@ -168,6 +195,23 @@ class ResponsesApi:
                 {"type": "response.output_item.done", "output_index": 0, "item": item},
                 {"type": "response.incomplete" if outcome == "unfinished" else "response.completed",
                  "response": final}]
+        return [_event({**e, "sequence_number": i}, e["type"]) for i, e in enumerate(raw)]
+
+    @staticmethod
+    def _refusal_events(final: dict[str, Any], text: str) -> list[SSE]:
+        item = final["output"][0]
+        where = {"item_id": item["id"], "output_index": 0, "content_index": 0}
+        raw: list[dict[str, Any]] = [
+            {"type": "response.created", "response": {**final, "status": "in_progress", "output": []}},
+            {"type": "response.output_item.added", "output_index": 0,
+             "item": {**item, "status": "in_progress", "content": []}},
+            {"type": "response.content_part.added", **where, "part": {"type": "refusal", "refusal": ""}},
+            {"type": "response.refusal.delta", **where, "delta": text},
+            {"type": "response.refusal.done", **where, "refusal": text},
+            {"type": "response.content_part.done", **where, "part": item["content"][0]},
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+            {"type": "response.completed", "response": final},
+        ]
         return [_event({**e, "sequence_number": i}, e["type"]) for i, e in enumerate(raw)]
 
     def error(self, status: int, message: str) -> dict[str, Any]:

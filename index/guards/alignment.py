@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import difflib
-
 from index.guards.stages import StageResult
+from index.guards.textdiff import opcodes, ratio
 from index.request.context import STOPWORDS, WORD
 
 
@@ -21,10 +20,9 @@ class AlignmentStage:
     def check(self, query: str, cached: str) -> StageResult:
         a = [w.strip(".,;:!?") for w in WORD.findall(query.lower())]
         b = [w.strip(".,;:!?") for w in WORD.findall(cached.lower())]
-        matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-        if matcher.ratio() < self.min_overlap:
+        if ratio(a, b) < self.min_overlap:
             return StageResult(self.name, True, "contexts reworded, no aligned swap")
-        for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        for op, i1, i2, j1, j2 in opcodes(a, b):
             if op != "replace" or i2 - i1 > self.max_span or j2 - j1 > self.max_span:
                 continue
             left = {w[:5] for w in a[i1:i2] if w not in STOPWORDS}

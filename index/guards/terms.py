@@ -5,10 +5,10 @@ English vocabulary is most often a product, tool or library name, so such a swap
 from __future__ import annotations
 
 from collections.abc import Iterator
-from difflib import SequenceMatcher
 
 from index.guards.lexicon import Lexicon
 from index.guards.text import FUNCTION_WORDS, stem
+from index.guards.textdiff import opcodes
 
 _MAX_BLOCK = 2  # replaced runs longer than this are rephrasing, not a slot swap
 _TYPO_DISTANCE = 2
@@ -63,8 +63,7 @@ class TermCheck:
 
 def _swaps(a: tuple[str, ...], b: tuple[str, ...]) -> Iterator[tuple[str, str]]:
     """Word pairs of equal-length replaced runs (at most _MAX_BLOCK words), position by position."""
-    matcher = SequenceMatcher(None, a, b, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in opcodes(a, b):
         if tag == "replace" and i2 - i1 == j2 - j1 <= _MAX_BLOCK:
             yield from zip(a[i1:i2], b[j1:j2], strict=True)
 

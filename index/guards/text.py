@@ -5,7 +5,8 @@ suffix stripper (`stem`) applied alike to prompts and lexicons (enable/enabled/e
 from __future__ import annotations
 
 import re
-from difflib import SequenceMatcher
+
+from index.guards.textdiff import opcodes
 
 
 def word_set(text: str) -> frozenset[str]:
@@ -146,6 +147,6 @@ def words(text: str) -> tuple[str, ...]:
 
 
 def differing_spans(a: tuple[str, ...], b: tuple[str, ...]) -> list[tuple[int, int, int, int]]:
-    """Index ranges (a_lo, a_hi, b_lo, b_hi) of the blocks where the two token sequences differ."""
-    matcher = SequenceMatcher(None, a, b, autojunk=False)
-    return [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+    """Index ranges (a_lo, a_hi, b_lo, b_hi) of the blocks where the two token sequences differ (bounded
+    work: `index.guards.textdiff`)."""
+    return [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in opcodes(a, b) if tag != "equal"]

@@ -8,7 +8,6 @@ count of polarity and value differences), never a veto.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from difflib import SequenceMatcher
 from functools import lru_cache
 
 import numpy as np
@@ -17,6 +16,7 @@ from index.guards.alignment import AlignmentStage
 from index.guards.polarity import PolarityFindings, PolarityStage
 from index.guards.text import FUNCTION_WORDS, stem
 from index.guards.text import words as _rule_words
+from index.guards.textdiff import opcodes, ratio
 from index.guards.values import ValueFindings, ValueStage
 from index.judge.surface import FEATURE_NAMES as SURFACE_NAMES
 from index.judge.surface import pair_features
@@ -121,7 +121,7 @@ def _alignment_features(query: str, cached: str) -> tuple[float, ...]:
     union = set(qc) | set(cc)
     spans = [
         (i2 - i1, j2 - j1)
-        for tag, i1, i2, j1, j2 in SequenceMatcher(None, qc, cc, autojunk=False).get_opcodes()
+        for tag, i1, i2, j1, j2 in opcodes(qc, cc)
         if tag != "equal"
     ]
     qt, ct = rule_words(query), rule_words(cached)
@@ -142,10 +142,10 @@ def _context_features(item: JudgeInput, rules: _Rules) -> tuple[float, ...]:
     similarity = MISSING if item.context_similarity is None else item.context_similarity
     if qx == cx:
         return (1.0, similarity, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0)
-    ratio = SequenceMatcher(None, rule_words(qx), rule_words(cx), autojunk=False).ratio()
+    align = ratio(rule_words(qx), rule_words(cx))
     values = rules.values.findings(qx, cx)
     return (
-        1.0, similarity, 0.0, ratio, float(not rules.alignment.check(qx, cx).passed),
+        1.0, similarity, 0.0, align, float(not rules.alignment.check(qx, cx).passed),
         float(not rules.polarity.findings(qx, cx).passed), float(values.strong), float(not values.passed),
     )
 

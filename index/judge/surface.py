@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from difflib import SequenceMatcher
 from functools import lru_cache
+
+from index.guards.textdiff import opcodes
 
 _WORD = re.compile(r"[a-z0-9]+(?:['.][a-z0-9]+)*")
 _NUMBER = re.compile(r"^\d+(?:\.\d+)*$")
@@ -65,16 +66,19 @@ def _first_question_word(tokens: tuple[str, ...]) -> str:
 
 
 def _alignment(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[float, float, float, float]:
-    """(ratio, replaced tokens, inserted+deleted tokens, replace spans) of a word-level diff."""
-    matcher = SequenceMatcher(a=a, b=b, autojunk=False)
-    replaced = inserted = spans = 0
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    """(ratio, replaced tokens, inserted+deleted tokens, replace spans) of a word-level diff (bounded work:
+    `index.guards.textdiff`)."""
+    replaced = inserted = spans = matched = 0
+    for tag, i1, i2, j1, j2 in opcodes(a, b):
+        if tag == "equal":
+            matched += i2 - i1
         if tag == "replace":
             replaced += max(i2 - i1, j2 - j1)
             spans += 1
         elif tag in ("insert", "delete"):
             inserted += (i2 - i1) + (j2 - j1)
-    return matcher.ratio(), float(replaced), float(inserted), float(spans)
+    total = len(a) + len(b)
+    return (2.0 * matched / total if total else 1.0), float(replaced), float(inserted), float(spans)
 
 
 def pair_features(a: str, b: str, cosine: float, guards: GuardSignals | None = None) -> tuple[float, ...]:

@@ -80,7 +80,7 @@ def decide(
         veto = StageResult(CONTRAST, False, f"opposite words {a!r} vs {b!r}")
         return Decision(Reason.VETOED, candidates[0].similarity, vetoed_by=CONTRAST, stages=(veto,), chosen=0)
     setup = JudgeSetup(deciders.judge, policy.max_false_hit_rate, policy.judge_candidates, histories or {},
-                       policy.bar_level)
+                       max_decision_chars=policy.max_decision_chars, bar_level=policy.bar_level)
     judgement = judge(query, candidates, setup, query_context)
     index = judgement.chosen if judgement.chosen is not None else judgement.best
     assert index is not None and judgement.probability is not None

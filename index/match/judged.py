@@ -12,11 +12,13 @@ import numpy as np
 import numpy.typing as npt
 
 from index.guards.form import same_content
+from index.guards.safety import pair_veto
 from index.judge.features import MISSING, EntryHistory, JudgeInput
 from index.judge.model import check_budget
 from index.match.bar import raised
 from index.match.outcome import Candidate
 from index.match.policy import DEFAULT_JUDGE_CANDIDATES, DEFAULT_MAX_FALSE_HIT_RATE
+from index.request.keys import DEFAULT_MAX_DECISION_CHARS
 
 
 class PairJudge(Protocol):
@@ -43,6 +45,8 @@ class Judgement:
     max_false_hit_rate: float
     chosen: int | None = None
     best: int | None = None
+    # Per candidate, why `index.guards.safety` vetoed it ("" when it did not); a vetoed candidate scores 0.
+    vetoes: tuple[str, ...] = ()
     # The served candidate asks the same as the request in other words only (`index.guards.form`): served
     # whatever its probability.
     same_content: bool = False
@@ -66,6 +70,7 @@ class JudgeSetup:
     max_false_hit_rate: float = DEFAULT_MAX_FALSE_HIT_RATE
     candidates: int = DEFAULT_JUDGE_CANDIDATES
     histories: Mapping[int, EntryHistory] = field(default_factory=dict)
+    max_decision_chars: int = DEFAULT_MAX_DECISION_CHARS
     # Steps the bar is moved from the calibrated cut by the live budget (`index.match.bar`); 0 = the prior.
     bar_level: int = 0
 
@@ -87,30 +92,44 @@ def margins(similarities: Sequence[float]) -> list[float]:
 def judge(
     query: str, candidates: Sequence[Candidate], setup: JudgeSetup, query_context: str | None = None,
 ) -> Judgement:
-    """Score the first K candidates (most similar first) and serve the most probable one above the bar."""
+    """Score the first K candidates (most similar first) and serve the most probable one above the bar.
+
+    A candidate that `index.guards.safety` vetoes (past the length cap, an accent that changes a word) is not
+    scored and gets probability 0: it is never served, and its features are never computed."""
     chosen = tuple(candidates[: setup.candidates])
     bar = raised(setup.judge.cut(setup.max_false_hit_rate), setup.bar_level)
     if not chosen:
         return Judgement((), (), bar, setup.judge.version, setup.max_false_hit_rate)
     sims = [c.similarity for c in chosen]
+    vetoes = tuple(_veto_reason(query, c, query_context, setup.max_decision_chars) for c in chosen)
     items = [
         JudgeInput(query, c.prompt, c.similarity, rank, margin, query_context, c.context, c.context_similarity,
                    setup.histories.get(c.entry_id, EntryHistory()))
         for rank, (c, margin) in enumerate(zip(chosen, margins(sims), strict=True))
     ]
-    p = setup.judge.probabilities(items)
+    scored = [i for i, reason in enumerate(vetoes) if not reason]
+    p = np.zeros(len(chosen), dtype=np.float64)
+    if scored:
+        p[scored] = setup.judge.probabilities([items[i] for i in scored])
     best = int(np.argmax(p))
     probabilities = tuple(float(x) for x in p)
-    if float(p[best]) >= bar:
-        return Judgement(chosen, probabilities, bar, setup.judge.version, setup.max_false_hit_rate, best, best)
+    version, budget = setup.judge.version, setup.max_false_hit_rate
+    if float(p[best]) >= bar and not vetoes[best]:
+        return Judgement(chosen, probabilities, bar, version, budget, best, best, vetoes)
     # Below the bar, a candidate with the request's own content words in the same order (a plain rewording)
-    # still asks the same question; the most probable such one is served.
-    same = [i for i in np.argsort(-p, kind="stable") if same_content(query, chosen[int(i)].prompt)]
+    # still asks the same question; the most probable such one is served (never one `index.guards.safety` vetoes).
+    same = [i for i in np.argsort(-p, kind="stable")
+            if not vetoes[int(i)] and same_content(query, chosen[int(i)].prompt)]
     served = int(same[0]) if same and _same_context(query_context, chosen[int(same[0])].context) else None
-    return Judgement(chosen, probabilities, bar, setup.judge.version, setup.max_false_hit_rate, served, best,
+    return Judgement(chosen, probabilities, bar, version, budget, served, best, vetoes,
                      same_content=served is not None)
 
 
 def _same_context(query_context: str | None, cached_context: str | None) -> bool:
     """Conversations: a rewording of the last message is the same question only in the same context."""
     return query_context is None or query_context == cached_context
+
+
+def _veto_reason(query: str, candidate: Candidate, query_context: str | None, max_chars: int) -> str:
+    found = pair_veto(query, candidate.prompt, query_context, candidate.context, max_chars)
+    return "" if found is None else f"{found.stage}: {found.reason}"

@@ -9,7 +9,7 @@ from enum import StrEnum
 
 from index.guards.stages import STAGE_ORDER
 from index.judge.model import check_budget
-from index.request.keys import ContextMatch
+from index.request.keys import DEFAULT_MAX_DECISION_CHARS, ContextMatch
 
 # Every default of the match lives here, once; `Settings` and `eval` read them from this module.
 # Chosen from `eval sweep` on datasets/pairs-dev.jsonl and `eval replay` on datasets/stream.jsonl; see README
@@ -59,6 +59,8 @@ class MatchPolicy:
     max_false_hit_rate: float = DEFAULT_MAX_FALSE_HIT_RATE
     judge_candidates: int = DEFAULT_JUDGE_CANDIDATES
     conversation_threshold: float = DEFAULT_MIN_SIMILARITY
+    # Characters of a prompt or context the decision reads at most; longer pairs are never served (index.guards.safety).
+    max_decision_chars: int = DEFAULT_MAX_DECISION_CHARS
     # Judge mode: steps the namespace's bar sits above (or below) the calibrated cut; see `index.match.bar`.
     bar_level: int = 0
 
@@ -73,6 +75,8 @@ class MatchPolicy:
         check_budget(self.max_false_hit_rate)
         if self.judge_candidates < 1:
             raise ValueError(f"judge_candidates must be >= 1, got {self.judge_candidates}")
+        if self.max_decision_chars < 1:
+            raise ValueError(f"max_decision_chars must be >= 1, got {self.max_decision_chars}")
 
     def at(self, min_similarity: float) -> MatchPolicy:
         """The same policy at another threshold (what a sweep varies, and per-namespace thresholds set)."""

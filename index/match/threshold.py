@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from index.guards.safety import pair_veto
 from index.guards.stages import Stage, StageResult
 from index.match.outcome import Candidate, Decision, Reason
 from index.match.policy import MatchPolicy
@@ -21,13 +22,19 @@ def by_threshold(
 
     Stages run in order and only on candidates above the thresholds, so costly stages see few pairs; the
     first veto stops the chain. For conversations whose contexts differ, `context_stages` also run over
-    the two contexts (reported as `<stage>@context`).
+    the two contexts (reported as `<stage>@context`). The vetoes of `index.guards.safety` (a text past the
+    decision's cap, an accent that changes a word) run first, whatever the stages.
     """
     if candidate.similarity < policy.min_similarity:
         return Decision(Reason.BELOW_THRESHOLD, candidate.similarity)
     conversation = query_context is not None and candidate.context is not None
     if conversation and (candidate.context_similarity or 0.0) < policy.min_context_similarity:
         return Decision(Reason.CONTEXT_BELOW_THRESHOLD, candidate.similarity)
+    safety = pair_veto(query, candidate.prompt, query_context if conversation else None,
+                       candidate.context if conversation else None, policy.max_decision_chars)
+    if safety is not None:
+        result = StageResult(safety.stage, passed=False, reason=safety.reason)
+        return Decision(Reason.VETOED, candidate.similarity, vetoed_by=safety.stage, stages=(result,))
     results: list[StageResult] = []
     checks: list[tuple[Stage, str, str, str]] = [(s, s.name, query, candidate.prompt) for s in stages]
     if conversation and query_context != candidate.context:

@@ -16,9 +16,13 @@ from enum import StrEnum
 from typing import Any
 
 from index.request.context import has_question, relevant_context
+from index.request.textnorm import canonical_value
 
 # Chat Completions fields that never change the answer (transport, attribution, storage flags).
 IGNORED_FIELDS = frozenset({"stream", "stream_options", "user", "store", "metadata", "service_tier"})
+# Characters of a prompt (and of its relevant context) the decision reads at most (`DEJA_MAX_DECISION_CHARS`):
+# a longer request is matched exactly only, so the work per request stays bounded (see `index.guards.textdiff`).
+DEFAULT_MAX_DECISION_CHARS = 4000
 # The API whose keys carry no API marker: chat keys kept their pre-dialect form, so entries stored before other
 # APIs existed still match. Every other API's name goes into each of its hashes: entries never cross APIs.
 CHAT_API = "chat"
@@ -142,12 +146,16 @@ def build_key(namespace: str, body: dict[str, Any], context_match: ContextMatch 
     return key_for(namespace, chat_request(body), context_match)
 
 
-def key_for(namespace: str, request: CanonicalRequest,
-            context_match: ContextMatch = ContextMatch.SEMANTIC) -> CacheKey:
-    """Key a canonical request of any API. Pure: same request, same key, whatever the key order."""
+def key_for(namespace: str, request: CanonicalRequest, context_match: ContextMatch = ContextMatch.SEMANTIC,
+            max_decision_chars: int = DEFAULT_MAX_DECISION_CHARS) -> CacheKey:
+    """Key a canonical request of any API. Pure: same request, same key, whatever the key order.
+
+    Text is read in NFC without invisible characters and numbers in one spelling (`index.request.textnorm`),
+    for the hashes and for the prompt the semantic tier compares. A prompt or relevant context longer than
+    `max_decision_chars` gets exact hits only."""
     api = () if request.api == CHAT_API else (f"api={request.api}",)
-    messages = [dict(m) for m in request.messages]
-    canon_params = canonical_json(request.params)
+    messages = [canonical_value(dict(m)) for m in request.messages]
+    canon_params = canonical_json(canonical_value(dict(request.params)))
     exact = _digest("exact", namespace, *api, canon_params, canonical_json(messages))
     earlier = messages[:-1]
     context = _digest("context", namespace, *api, canon_params, canonical_json(earlier))
@@ -162,4 +170,6 @@ def key_for(namespace: str, request: CanonicalRequest,
         system = [m for m in earlier if m.get("role") in ("system", "developer")]
         scope = _digest("scope", namespace, *api, canon_params, canonical_json(system), "multi-turn")
         context_text = relevant_context(dialogue, prompt or "")
+    if mode is LookupMode.FULL and max(len(prompt or ""), len(context_text or "")) > max_decision_chars:
+        mode, reason = LookupMode.EXACT_ONLY, f"prompt longer than {max_decision_chars} characters"
     return CacheKey(namespace, exact, context, request.model, prompt or "", mode, reason, scope, context_text)

@@ -73,6 +73,11 @@ class Dialect(Protocol):
         """An in-band error event for a stream cut after its headers were sent (`kind` as in `service.errors`)."""
         ...
 
+    def non_answer(self, answer: Mapping[str, Any]) -> str | None:
+        """Why a complete answer is not an answer worth serving again ("refusal", "empty", "tool errors"), or None.
+        Such answers are relayed but not stored unless `DEJA_STORE_REFUSALS` is on."""
+        ...
+
     def answer_text(self, answer: Mapping[str, Any] | None) -> str:
         """The answer's text (and tool calls), for comparing two answers in labels."""
         ...

@@ -76,6 +76,14 @@ class ChatDialect:
     def stream_error(self, message: str, kind: str) -> bytes:
         return b"data: " + json.dumps(openai_error(message, kind)).encode() + b"\n\n"
 
+    def non_answer(self, answer: Mapping[str, Any]) -> str | None:
+        messages = [c.get("message") or {} for c in answer.get("choices") or [] if isinstance(c, dict)]
+        if any(m.get("refusal") for m in messages):
+            return "refusal"
+        if all(not m.get("content") and not m.get("tool_calls") and not m.get("function_call") for m in messages):
+            return "empty"
+        return None
+
     def answer_text(self, answer: Mapping[str, Any] | None) -> str:
         return answer_text(dict(answer) if answer else None)
 

@@ -15,9 +15,9 @@ from index.request.keys import CanonicalRequest
 from service.dialects.base import Accumulator, SseDecoder, UpstreamName, parse_data, sse, without_none
 from service.json_input import validate
 
-# Stop reasons of an answer that ended on its own or at the caller's limit; `pause_turn`, `refusal` and
-# `model_context_window_exceeded` answers are not kept.
-STORABLE_STOPS = frozenset({"end_turn", "stop_sequence", "max_tokens", "tool_use"})
+# Stop reasons of a finished answer; `pause_turn` and `model_context_window_exceeded` answers are never kept,
+# `refusal` ones only with DEJA_STORE_REFUSALS (`non_answer`).
+STORABLE_STOPS = frozenset({"end_turn", "stop_sequence", "max_tokens", "tool_use", "refusal"})
 # Fields that never change the answer: transport, attribution, capacity.
 IGNORED_FIELDS = frozenset({"stream", "metadata", "service_tier", "messages"})
 # Headers that select API behaviour: forwarded unchanged, and part of the scope since they may change the answer.
@@ -109,6 +109,18 @@ class MessagesDialect:
         error_type = "timeout_error" if kind == "upstream_timeout" else "api_error"
         return sse({"type": "error", "error": {"type": error_type, "message": message}}, "error")
 
+    def non_answer(self, answer: Mapping[str, Any]) -> str | None:
+        if answer.get("stop_reason") == "refusal":
+            return "refusal"
+        blocks = [b for b in answer.get("content") or [] if isinstance(b, dict) and b.get("type") != "thinking"]
+        texts = any(b.get("type") == "text" and b.get("text") for b in blocks)
+        results = [b for b in blocks if str(b.get("type", "")).endswith("tool_result")]
+        if results and not texts and all(_tool_error(b) for b in results):
+            return "tool errors"  # every tool run upstream failed and nothing was said
+        if not texts and not results and not any(b.get("type") in _CALLS for b in blocks):
+            return "empty"
+        return None
+
     def answer_text(self, answer: Mapping[str, Any] | None) -> str:
         parts = []
         for block in (answer or {}).get("content") or []:
@@ -127,6 +139,16 @@ class MessagesDialect:
 
     def audit_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
         return {**body, "stream": False}
+
+
+_CALLS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+
+
+def _tool_error(block: Mapping[str, Any]) -> bool:
+    """A tool result block that reports a failure (`is_error`, or an `*_error` content object)."""
+    content = block.get("content")
+    failed = isinstance(content, dict) and str(content.get("type", "")).endswith("_error")
+    return bool(block.get("is_error")) or failed
 
 
 class MessageAccumulator:

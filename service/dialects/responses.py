@@ -28,6 +28,8 @@ IGNORED_FIELDS = frozenset({"stream", "stream_options", "store", "metadata", "us
 ECHOED_FIELDS: tuple[tuple[str, Any], ...] = (("metadata", {}), ("user", None), ("safety_identifier", None),
                                                ("prompt_cache_key", None))
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
+# Statuses of an output item (a tool call run upstream) that did not succeed.
+_FAILED = frozenset({"failed", "incomplete"})
 
 
 class ResponsesRequest(BaseModel):
@@ -120,6 +122,18 @@ class ResponsesDialect:
 
     def stream_error(self, message: str, kind: str) -> bytes:
         return sse({"type": "error", "code": kind, "message": message, "param": None}, "error")
+
+    def non_answer(self, answer: Mapping[str, Any]) -> str | None:
+        items = [i for i in answer.get("output") or [] if isinstance(i, dict) and i.get("type") != "reasoning"]
+        parts = [p for i in items if i.get("type") == "message" for p in i.get("content") or [] if isinstance(p, dict)]
+        if any(p.get("type") == "refusal" for p in parts):
+            return "refusal"
+        calls = [i for i in items if i.get("type") != "message"]
+        if calls and all(i.get("status") in _FAILED for i in calls) and not any(p.get("text") for p in parts):
+            return "tool errors"
+        if not calls and not any(p.get("text") for p in parts):
+            return "empty"
+        return None
 
     def answer_text(self, answer: Mapping[str, Any] | None) -> str:
         parts = []

@@ -97,7 +97,10 @@ def test_error_body_has_anthropics_shape() -> None:
 
 
 @pytest.mark.parametrize("stop, storable", [("end_turn", True), ("max_tokens", True), ("tool_use", True),
-                                            ("stop_sequence", True), ("refusal", False), ("pause_turn", False)])
+                                            ("stop_sequence", True),
+                                            # finished, but not an answer: kept only with DEJA_STORE_REFUSALS
+                                            # (`non_answer`, tests/unit/service/test_non_answers.py)
+                                            ("refusal", True), ("pause_turn", False)])
 def test_only_finished_answers_are_stored(stop: str, storable: bool) -> None:
     answer = {**MessagesApi().answer(BODY, 1, "hi", "ok"), "stop_reason": stop}
     assert (MESSAGES.stored_answer(answer) is not None) is storable
@@ -120,8 +123,10 @@ def test_cut_or_failed_streams_are_not_complete(trim: int, extra: list[bytes]) -
     assert not fed(MESSAGES, events[:len(events) - trim] + extra, PIECE).complete
 
 
-def test_refused_stream_is_not_complete() -> None:
-    assert not fed(MESSAGES, MessagesApi().events(BODY, 1, "No.", "unfinished"), PIECE).complete
+def test_refused_stream_is_complete_but_not_an_answer() -> None:
+    accumulator = fed(MESSAGES, MessagesApi().events(BODY, 1, "No.", "unfinished"), PIECE)
+    assert accumulator.complete  # stored only with DEJA_STORE_REFUSALS
+    assert MESSAGES.non_answer(accumulator.answer()) == "refusal"
 
 
 RICH: dict[str, Any] = {
