@@ -114,6 +114,7 @@ class GatewayProcess:
 
     @property
     def pid(self) -> int:
+        """The server's process id (for a profiler or a kill); only while it runs."""
         assert self._proc is not None, "not started"
         return self._proc.pid
 
@@ -121,12 +122,6 @@ class GatewayProcess:
     def data_dir(self) -> Path:
         """The `DEJA_DATA_DIR` it was started with (its SQLite file and secret live there)."""
         return Path(self.env["DEJA_DATA_DIR"])
-
-    @property
-    def pid(self) -> int:
-        """The server's process id (for a profiler); only while it runs."""
-        assert self._proc is not None
-        return self._proc.pid
 
     def start(self, timeout: float = 120.0) -> GatewayProcess:
         env = {**os.environ, "HF_HUB_OFFLINE": "1", **self.env}
