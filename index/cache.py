@@ -17,7 +17,6 @@ from index.conversation import context_stages
 from index.embedder import Embedder, combine
 from index.errors import Overloaded, StoreUnavailable
 from index.exact import ExactCache
-from index.hnsw import SemanticIndex
 from index.judge import Judge
 from index.judge_features import EntryHistory
 from index.judge_rule import JUDGE_STAGE, JudgedCandidate, JudgeSetup, judge
@@ -28,6 +27,7 @@ from index.rule import Candidate, Decision, Reason, decide
 from index.sharding import Shard
 from index.stages import Stage, StageResult
 from index.store import EntryStore, IndexedVector
+from index.vector_index import VectorIndex
 
 log = logging.getLogger("deja.cache")
 
@@ -58,7 +58,7 @@ class Cache:
         self,
         exact: ExactCache,
         store: EntryStore,
-        index: SemanticIndex,
+        index: VectorIndex,
         embedder: Embedder,
         config: CacheConfig,
         stages: Sequence[Stage] = (),
@@ -117,10 +117,22 @@ class Cache:
         timings["exact"] = (time.perf_counter() - started) * 1000
         if exact is not None:
             return Lookup(Verdict.EXACT_HIT, exact, similarity=1.0, timings_ms=timings, degraded=tuple(degraded))
-        if (key.mode is not LookupMode.FULL or not self.config.shard.owns(key.namespace)
-                or self.index.count(key.scope) == 0):
+        if key.mode is not LookupMode.FULL or not self.config.shard.owns(key.namespace) or self._empty(key, degraded):
             return Lookup(Verdict.MISS, timings_ms=timings, degraded=tuple(degraded))
-        return self._semantic(key, policy or self.config.policy, timings, degraded)
+        try:
+            return self._semantic(key, policy or self.config.policy, timings, degraded)
+        except StoreUnavailable as exc:  # a shared index (pgvector) that failed: a counted miss
+            log.warning("semantic index unavailable: %s", exc)
+            return Lookup(Verdict.MISS, timings_ms=timings, degraded=(*degraded, "index"))
+
+    def _empty(self, key: CacheKey, degraded: list[str]) -> bool:
+        """No entry in the request's scope (or the index cannot say): nothing to embed for."""
+        try:
+            return self.index.count(key.scope) == 0
+        except StoreUnavailable as exc:
+            log.warning("semantic index unavailable: %s", exc)
+            degraded.append("index")
+            return True
 
     def _exact(self, key: CacheKey, degraded: list[str]) -> CachedResponse | None:
         try:
@@ -299,7 +311,10 @@ class Cache:
             return None
         self._put_exact(key.exact, CachedResponse(entry_id, response, now), ttl)
         if semantic and vectors is not None and self.config.shard.owns(key.namespace):
-            self.index.add(entry_id, key.scope, vectors.index)
+            try:
+                self.index.add(entry_id, key.scope, vectors.index)
+            except StoreUnavailable as exc:  # the entry is stored; start-up backfills vectors above the index's max
+                log.warning("vector not indexed: %s", exc)
         return entry_id
 
     def _put_exact(self, exact_key: str, value: CachedResponse, ttl: float | None = None) -> None:

@@ -16,7 +16,9 @@ from index.embedder import EmbedderBackend
 from index.explore import DEFAULT_EXPLORE_RATE
 from index.judge_rule import DEFAULT_JUDGE_CANDIDATES, DEFAULT_MAX_FALSE_HIT_RATE
 from index.keys import ContextMatch
+from index.pgvector_index import PgVectorParams
 from index.policy import DEFAULT_MIN_CONTEXT_SIMILARITY, DecisionMode
+from index.vector_index import VectorIndexKind
 
 
 class Settings(BaseSettings):
@@ -105,6 +107,11 @@ class Settings(BaseSettings):
     shard: int = Field(0, ge=0, description="This replica's shard of the namespaces (0-based), see DEJA_SHARDS")
     shards: int = Field(
         1, ge=1, description="Shards the namespaces are spread over (jump consistent hash); 1 = no sharding")
+    vector_index: VectorIndexKind = Field(
+        VectorIndexKind.HNSW, description="Semantic index: 'hnsw' (in-process per replica) or 'pgvector' (shared, "
+        "in the PostgreSQL of DEJA_DATABASE_URL: replicas hold no index and see each other's entries at once)")
+    pgvector_ef_search: int = Field(
+        PgVectorParams.ef_search, ge=1, le=1000, description="pgvector: hnsw.ef_search of each graph search")
     snapshot_interval_seconds: float = Field(
         600.0, ge=0, description="How often the HNSW index is saved to data_dir/snapshot (also at shutdown); 0 = never")
     log_level: str = Field("info", description="Log level")
@@ -128,6 +135,13 @@ class Settings(BaseSettings):
     def _shard_in_range(self) -> Settings:
         if self.shard >= self.shards:
             raise ValueError(f"DEJA_SHARD={self.shard} must be below DEJA_SHARDS={self.shards}")
+        return self
+
+    @model_validator(mode="after")
+    def _pgvector_needs_postgres(self) -> Settings:
+        if self.vector_index is VectorIndexKind.PGVECTOR and not (self.database_url or "").startswith("postgresql"):
+            raise ValueError("DEJA_VECTOR_INDEX=pgvector needs DEJA_DATABASE_URL to name a PostgreSQL database "
+                             "with the pgvector extension")
         return self
 
     @property

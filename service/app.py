@@ -53,7 +53,7 @@ def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
         runtime: Runtime | None = getattr(request.app.state, "runtime", None)
         if runtime is None or not runtime.ready.is_set():
             return JSONResponse({"status": "loading"}, status_code=503)
-        return JSONResponse({"status": "ready", "indexed": len(runtime.index)})
+        return JSONResponse({"status": "ready", "indexed": runtime.indexed()})
 
     @app.get("/metrics")
     async def metrics(metrics: MetricsDep) -> Response:

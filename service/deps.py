@@ -9,10 +9,10 @@ from fastapi import Depends, Request
 from starlette.concurrency import run_in_threadpool
 
 from index.decision_log import DecisionLog
-from index.hnsw import SemanticIndex
 from index.maintenance import Maintainer
 from index.settings import Settings
 from index.store import EntryStore
+from index.vector_index import VectorIndex
 from service.credentials import namespace_of
 from service.errors import Unauthorized
 from service.gateway import Gateway
@@ -55,7 +55,7 @@ def _entries(rt: RuntimeDep) -> EntryStore:
     return rt.store
 
 
-def _index(rt: RuntimeDep) -> SemanticIndex:
+def _index(rt: RuntimeDep) -> VectorIndex:
     return rt.index
 
 
@@ -71,7 +71,7 @@ GatewayDep = Annotated[Gateway, Depends(_gateway)]
 SettingsDep = Annotated[Settings, Depends(_settings)]
 DecisionLogDep = Annotated[DecisionLog, Depends(_decisions)]
 EntryStoreDep = Annotated[EntryStore, Depends(_entries)]
-IndexDep = Annotated[SemanticIndex, Depends(_index)]
+IndexDep = Annotated[VectorIndex, Depends(_index)]
 MaintainerDep = Annotated[Maintainer, Depends(_maintainer)]
 MetricsDep = Annotated[Metrics, Depends(_metrics)]
 NamespaceDep = Annotated[str | None, Depends(_namespace)]
