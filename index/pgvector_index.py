@@ -29,12 +29,10 @@ DIM = 384
 
 @dataclass(frozen=True)
 class PgVectorParams:
-    """Search parameters. Scopes smaller than `exact_scan_below` are scanned exactly (their rows found through
-    the scope index, then sorted by distance); larger ones walk the HNSW graph with `ef_search`."""
+    """Search parameters: `ef_search` is `hnsw.ef_search`, the candidates one graph walk collects."""
 
     # From `bench.pgvector` (100,000 real QQP prompt embeddings, 1,000 held-out queries): see README "Benchmarks".
     ef_search: int = 40
-    exact_scan_below: int = 2048
 
 
 def _literal(vector: Vector) -> str:
@@ -102,15 +100,11 @@ class PgVectorIndex:
         return found is not None
 
     def count(self, scope: str) -> int:
-        """Entries of `scope`, counted up to `exact_scan_below` (enough to tell empty, small and large apart)."""
-        with store_errors("count vectors"), self.engine.connect() as conn:
-            return self._count(conn, scope)
-
-    def _count(self, conn: Connection, scope: str) -> int:
-        query = text(f"SELECT count(*) FROM (SELECT 1 FROM {TABLE} WHERE scope = :scope AND embedding_model = :model"
-                     " LIMIT :cap) AS s")
-        cap = self.params.exact_scan_below
-        return int(conn.execute(query, {"scope": scope, "model": self.model_id, "cap": cap}).scalar_one())
+        """1 when `scope` holds an entry of the serving model, else 0: a lookup only asks whether to search (an
+        exact count would read the whole scope)."""
+        query = text(f"SELECT EXISTS (SELECT 1 FROM {TABLE} WHERE scope = :scope AND embedding_model = :model)")
+        with store_errors("read vectors"), self.engine.connect() as conn:
+            return int(bool(conn.execute(query, {"scope": scope, "model": self.model_id}).scalar_one()))
 
     def max_id(self) -> int:
         """Highest entry id with a vector: start-up backfills the entries above it (written in HNSW mode)."""
@@ -141,23 +135,23 @@ class PgVectorIndex:
             conn.execute(text(f"DELETE FROM {TABLE} WHERE entry_id = :id"), {"id": entry_id})
 
     def search(self, vector: Vector, scope: str, k: int = 1) -> list[Neighbor]:
-        """Up to `k` nearest entries of `scope`, most similar first. pgvector 0.6 filters the graph walk's
-        `ef_search` results by scope afterwards, so a small scope is scanned exactly instead, and a walk that
-        comes back short falls back to the exact scan too."""
+        """Up to `k` nearest entries of `scope`, most similar first, in one round trip. The planner walks the
+        HNSW graph or, for a scope it knows is small, reads the scope and sorts (exact). pgvector 0.6 filters the
+        walk's `ef_search` results by scope afterwards, so a walk that comes back short (a small scope among many
+        entries) is followed by an exact scan of the scope."""
         params = {"q": _literal(vector), "scope": scope, "model": self.model_id, "k": k}
+        # SET LOCAL takes no bind parameters; the value is an int from settings. Sent with the query: one trip.
+        ef = f"SET LOCAL hnsw.ef_search = {max(int(self.params.ef_search), k)}; "
         with store_errors("search vectors"), self.engine.begin() as conn:
-            if self._count(conn, scope) >= self.params.exact_scan_below:
-                # SET LOCAL takes no bind parameters; the value is an int from settings.
-                conn.execute(text(f"SET LOCAL hnsw.ef_search = {max(int(self.params.ef_search), k)}"))
-                found = self._nearest(conn, params, graph=True)
-                if len(found) >= k:
-                    return found
-            return self._nearest(conn, params, graph=False)
+            found = self._nearest(conn, params, ef)
+            if len(found) < k:
+                found = self._nearest(conn, params, None)
+        return found
 
     @staticmethod
-    def _nearest(conn: Connection, params: dict[str, object], graph: bool) -> list[Neighbor]:
+    def _nearest(conn: Connection, params: dict[str, object], graph: str | None) -> list[Neighbor]:
         # `ORDER BY embedding <=> q` is what the HNSW index serves; `+ 0` hides it from the planner (exact sort).
         order = "embedding <=> CAST(:q AS vector)" if graph else "(embedding <=> CAST(:q AS vector)) + 0"
-        query = text(f"SELECT entry_id, embedding <=> CAST(:q AS vector) AS distance FROM {TABLE} "
+        query = text(f"{graph or ''}SELECT entry_id, embedding <=> CAST(:q AS vector) AS distance FROM {TABLE} "
                      f"WHERE scope = :scope AND embedding_model = :model ORDER BY {order} LIMIT :k")
         return [Neighbor(int(row.entry_id), 1.0 - float(row.distance)) for row in conn.execute(query, params)]
