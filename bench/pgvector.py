@@ -12,6 +12,7 @@ are bulk-loaded and the HNSW index built afterwards (CREATE INDEX), as for an ex
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import statistics
 import sys
@@ -32,29 +33,32 @@ EFS = (10, 20, 40, 64, 100, 200)
 MODEL = "bench"
 
 
-def load(engine: Engine, vectors: np.ndarray, chunk: int = 5000) -> float:
-    """Entries and their vectors in one scope, then the HNSW index; returns the index build seconds."""
+def load(engine: Engine, vectors: np.ndarray) -> float:
+    """Entries and their vectors in one scope (COPY), then the HNSW index; returns the index build seconds."""
     EntryStore(engine).create_schema()
-    with engine.begin() as conn:
-        conn.execute(text(f"DROP INDEX {HNSW_INDEX}"))
-        for start in range(0, len(vectors), chunk):
-            ids = range(start + 1, min(start + chunk, len(vectors)) + 1)
-            conn.execute(text(
-                "INSERT INTO deja_entries (id, namespace, exact_key, context_key, model, prompt, response, "
-                "created_at, hits) VALUES (:id, 'bench', :key, 'scope', 'm', '', '{}', 0, 0)"),
-                [{"id": i, "key": f"{i:064x}"} for i in ids])
-            conn.execute(text(f"INSERT INTO {TABLE} (entry_id, scope, embedding_model, embedding) "
-                              "VALUES (:id, 'scope', :model, CAST(:v AS vector))"),
-                         [{"id": i, "model": MODEL, "v": "[" + ",".join(map(str, vectors[i - 1].tolist())) + "]"}
-                          for i in ids])
-            print(f"  {ids[-1]} vectors loaded", file=sys.stderr)
-    t0 = time.monotonic()
-    with engine.begin() as conn:
-        conn.execute(text("SET maintenance_work_mem = '1GB'"))
-        conn.execute(text(f"CREATE INDEX {HNSW_INDEX} ON {TABLE} "
-                          "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"))
-        conn.execute(text(f"ANALYZE {TABLE}"))
-    return time.monotonic() - t0
+    entries_rows = io.StringIO("".join(f"{i}\tbench\t{i:064x}\tscope\tm\t\t{{}}\t0\t0\n"
+                                       for i in range(1, len(vectors) + 1)))
+    vector_rows = io.StringIO("".join(f"{i}\tscope\t{MODEL}\t[{','.join(map(str, row.tolist()))}]\n"
+                                      for i, row in enumerate(vectors, start=1)))
+    raw = engine.raw_connection()
+    try:
+        with raw.cursor() as cur:
+            cur.execute(f"DROP INDEX {HNSW_INDEX}")
+            cur.copy_expert("COPY deja_entries (id, namespace, exact_key, context_key, model, prompt, response, "
+                            "created_at, hits) FROM STDIN", entries_rows)
+            cur.copy_expert(f"COPY {TABLE} (entry_id, scope, embedding_model, embedding) FROM STDIN", vector_rows)
+        raw.commit()
+        print(f"  {len(vectors)} vectors loaded", file=sys.stderr)
+        t0 = time.monotonic()
+        with raw.cursor() as cur:
+            cur.execute("SET maintenance_work_mem = '1GB'")
+            cur.execute(f"CREATE INDEX {HNSW_INDEX} ON {TABLE} "
+                        "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)")
+            cur.execute(f"ANALYZE {TABLE}")
+        raw.commit()
+        return time.monotonic() - t0
+    finally:
+        raw.close()
 
 
 def timed(search: Any, queries: np.ndarray) -> tuple[list[float], list[float]]:
