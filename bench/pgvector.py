@@ -24,9 +24,9 @@ import numpy as np
 from sqlalchemy import Engine, text
 
 from bench.common import p
-from index.hnsw import HnswParams, SemanticIndex
-from index.pgvector_index import HNSW_INDEX, TABLE, PgVectorIndex, PgVectorParams
-from index.store import EntryStore, make_engine
+from index.search.hnsw import HnswParams, SemanticIndex
+from index.search.pgvector import HNSW_INDEX, TABLE, PgVectorIndex, PgVectorParams
+from index.storage.entries import EntryStore, make_engine
 from support.pgvector_server import PgVectorServer
 
 EFS = (10, 20, 40, 64, 100, 200)

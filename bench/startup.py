@@ -27,11 +27,11 @@ import numpy as np
 import psutil
 from sqlalchemy import insert
 
-from index.embedder import BUNDLED_MODEL_ID, OnnxMiniLMEmbedder
-from index.hnsw import SemanticIndex
-from index.schema import entries
-from index.snapshot import SnapshotDir
-from index.store import EntryStore, IndexedVector, make_engine
+from index.embedding.embedder import BUNDLED_MODEL_ID, OnnxMiniLMEmbedder
+from index.search.hnsw import SemanticIndex
+from index.search.snapshot import SnapshotDir
+from index.storage.entries import EntryStore, IndexedVector, make_engine
+from index.storage.schema import entries
 from support.services import REPO, free_port
 
 DIM = 384

@@ -13,15 +13,15 @@ from pydantic import ValidationError
 from sqlalchemy import Engine, text
 
 from index.cache import Cache, CacheConfig
-from index.embedder import HashEmbedder
+from index.embedding.embedder import HashEmbedder
 from index.errors import VectorIndexUnavailable
-from index.exact import LruExactCache
-from index.keys import build_key
-from index.pgvector_index import DIM, PgVectorIndex, PgVectorParams, check
-from index.policy import MatchPolicy
+from index.match.policy import MatchPolicy
 from index.records import CacheEntry, Verdict
+from index.request.keys import build_key
+from index.search.pgvector import DIM, PgVectorIndex, PgVectorParams, check
 from index.settings import Settings
-from index.store import EntryStore, make_engine
+from index.storage.entries import EntryStore, make_engine
+from index.storage.exact import LruExactCache
 from support.caches import ANSWER, chat_body
 from support.pgvector_server import PgVectorServer
 from support.services import PgDatabase
