@@ -31,7 +31,8 @@ DIM = 384
 class PgVectorParams:
     """Search parameters: `ef_search` is `hnsw.ef_search`, the candidates one graph walk collects."""
 
-    # From `bench.pgvector` (100,000 real QQP prompt embeddings, 1,000 held-out queries): see README "Benchmarks".
+    # From `bench.pgvector` (100,000 real QQP prompt embeddings, 1,000 held-out queries): recall@1 vs brute force
+    # 0.989 at 20, 0.997 at 40, 0.998 at 64, 0.999 from 100 (README "Stateless replicas on PostgreSQL + pgvector").
     ef_search: int = 40
 
 
