@@ -430,8 +430,10 @@ def replay(
     learn: Annotated[float | None, typer.Option(
         "--learn", help="Simulate a deployment that learns: the first FRACTION of the trace is served by the "
         "shipped judge and labelled only as a gateway would (exploration at DEJA_EXPLORE_RATE, shadows of "
-        "near-misses, audits at DEJA_AUDIT_RATE), then the judge is refitted and serves the rest. The budget is "
-        "the first --budget.", metavar="FRACTION")] = None,
+        "near-misses, audits at DEJA_AUDIT_RATE and denser where riskier, up to DEJA_AUDIT_CALLS_PER_HOUR), "
+        "then the judge is refitted and serves the rest. Throughout, the bar follows the audits and remembered "
+        "differences veto their recurrences, as on a gateway. The budget is the first --budget.",
+        metavar="FRACTION")] = None,
     stages: StagesOption = None,
     as_json: JsonOption = False,
     embedder: EmbedderOption = EmbedderName.MINILM,
@@ -488,7 +490,7 @@ def _learn_config(fraction: float, budget: float, seed: int) -> LearnConfig:
 
     settings = _settings()
     return LearnConfig(fraction, budget, Exploration(settings.explore_rate), settings.audit_rate,
-                       settings.decision_log_floor, seed=seed)
+                       settings.decision_log_floor, seed=seed, audit_calls_per_hour=settings.audit_calls_per_hour)
 
 
 def _print_learn(name: str, requests: Sequence[StreamRequest], model: Embedder, config: LearnConfig,

@@ -5,6 +5,11 @@ from what a gateway sees: exploration (uncertain would-be hits sent upstream), s
 upstream anyway, their fresh answer compared with the candidate's) and audits (a share of hits re-asked). The
 trace's intents stand in for the upstream's answers. Then the judge is refitted on those labels on top of the
 prior (`fit_judge`) and the rest of the trace is served with it; the cache carries on, nothing is reset.
+
+Throughout, the live budget runs as on a gateway (`eval.live_budget`): audits drawn by the gateway's sampler under
+its hourly ceiling (the trace arrives at `requests_per_hour`), labels from an LLM label judge that the intents
+answer, the namespace's bar moving with the audits, remembered differences vetoing their recurrences. Each part
+reports the estimate and bound the gateway would have shown and the label calls it spent.
 """
 
 from __future__ import annotations
@@ -18,12 +23,14 @@ import numpy as np
 import numpy.typing as npt
 
 from eval.datasets import StreamRequest
+from eval.live_budget import BudgetShown, LiveBudget
 from eval.metrics import Tally, rate
 from eval.refit import refit_judge
 from eval.replay import Upstream, answer_text, stub_upstream
 from index.embedding.embedder import Embedder
 from index.judge.features import EntryHistory, JudgeInput
 from index.judge.model import Judge
+from index.match.audit_sampler import HitFacts
 from index.match.decide import Deciders, decide
 from index.match.explore import Exploration
 from index.match.judged import margins
@@ -54,6 +61,9 @@ class LearnConfig:
     candidates: int = DEFAULT_JUDGE_CANDIDATES
     min_similarity: float = DEFAULT_JUDGE_MIN_SIMILARITY
     seed: int = 0
+    # The hourly allowance of labelling's extra calls (DEJA_AUDIT_CALLS_PER_HOUR) and the trace's arrival rate.
+    audit_calls_per_hour: int = 120
+    requests_per_hour: float = 3600.0
 
     def __post_init__(self) -> None:
         if not 0.0 < self.fraction < 1.0:
@@ -73,6 +83,8 @@ class PartRates:
     semantic: int
     wrong: int
     judge_version: str
+    # What /deja/budget would have shown at the end of the part, and the label calls spent in it.
+    budget: BudgetShown | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +114,7 @@ class _Entry:
     entry_id: int
     prompt: str
     answer: str
+    created: float = 0.0
 
 
 class Deployment:
@@ -117,6 +130,9 @@ class Deployment:
         self.exact: dict[str, str] = {}
         self.histories: dict[int, EntryHistory] = {}
         self.labels: list[LabeledInput] = []
+        self.now = 0.0
+        self.live = LiveBudget(config.max_false_hit_rate, config.audit_rate, config.audit_calls_per_hour,
+                               lambda: self.now)
         self.use(judge_in_force)
 
     def use(self, model: Judge) -> None:
@@ -129,6 +145,7 @@ class Deployment:
     def serve(self, requests: Sequence[StreamRequest], upstream: Upstream) -> Tally:
         counts = Tally()
         for request in requests:
+            self.now += 3600.0 / self.config.requests_per_hour
             self._one(request, answer_text(upstream(request)), counts)
         return counts
 
@@ -138,24 +155,31 @@ class Deployment:
             counts.exact += 1
             counts.score(cached == expected)
             return
-        found = self._candidates(request.prompt)
+        prompt, found = request.prompt, self._candidates(request.prompt)
         offered = [c for c, _ in found]
-        decision = decide(request.prompt, offered, self.policy, self.deciders, histories=self.histories)
+        level = self.live.level
+        decision = decide(prompt, offered, self.policy.at_level(level), self.deciders, histories=self.histories)
         index = decision.chosen
-        if decision.reason is Reason.HIT and index is not None:
+        hit = decision.reason is Reason.HIT and index is not None
+        if hit and index is not None and not self.live.vetoes(prompt, found[index][1].prompt):
             entry = found[index][1]
             counts.semantic += 1
             self._served(entry.entry_id)
             counts.score(entry.answer == expected)
-            if self.rng.random() < self.config.audit_rate:
-                self._label(request.prompt, offered, index, entry, expected, "audit")
+            facts = HitFacts(level > 0, decision.probability, decision.bar, self.now - entry.created)
+            if self.live.draw_audit(facts, self.rng.random()):
+                self.live.audit(prompt, entry.prompt, self._label(prompt, offered, index, entry, expected, "audit"))
             return
         if decision.reason is Reason.EXPLORED and index is not None:
             counts.explored += 1
-            self._label(request.prompt, offered, index, found[index][1], expected, "explore")
-        elif index is not None and found[index][0].similarity >= self.config.shadow_floor:
-            self._label(request.prompt, offered, index, found[index][1], expected, "shadow")
-        self._store(request.prompt, expected)
+            source: str | None = "explore"
+        else:  # a miss with a candidate above the log floor, or a hit a remembered difference vetoed
+            shadowed = index is not None and (hit or found[index][0].similarity >= self.config.shadow_floor)
+            source = "shadow" if shadowed else None
+        if source is not None and index is not None:
+            entry = found[index][1]
+            self.live.near_miss(prompt, entry.prompt, self._label(prompt, offered, index, entry, expected, source))
+        self._store(prompt, expected)
 
     def _candidates(self, prompt: str) -> list[tuple[Candidate, _Entry]]:
         if not self.entries:
@@ -166,7 +190,7 @@ class Deployment:
                 for i in order if sims[i] >= self.config.min_similarity]
 
     def _label(self, prompt: str, offered: Sequence[Candidate], index: int, entry: _Entry, expected: str,
-               source: str) -> None:
+               source: str) -> bool:
         # The features exactly as the judge saw them when it decided (rank, margin, the entry's history then).
         sims = [c.similarity for c in offered]
         candidate = offered[index]
@@ -176,13 +200,14 @@ class Deployment:
         self.labels.append(LabeledInput(item, same, source))
         old = self.histories.get(entry.entry_id, EntryHistory())
         self.histories[entry.entry_id] = EntryHistory(old.served, old.same + same, old.different + (not same))
+        return same
 
     def _served(self, entry_id: int) -> None:
         old = self.histories.get(entry_id, EntryHistory())
         self.histories[entry_id] = EntryHistory(old.served + 1, old.same, old.different)
 
     def _store(self, prompt: str, answer: str) -> None:
-        entry = _Entry(len(self.entries) + 1, prompt, answer)
+        entry = _Entry(len(self.entries) + 1, prompt, answer, self.now)
         self.entries.append(entry)
         self.matrix = np.vstack([self.matrix, self.vectors[prompt][None, :]])
         self.exact[prompt] = answer
@@ -198,16 +223,19 @@ def run_learn(
     cut = max(1, min(len(requests) - 1, round(config.fraction * len(requests))))
     deployment = Deployment(vectors, prior, config)
     before = deployment.serve(requests[:cut], upstream)
+    shown_before = deployment.live.shown()
     gathered = list(deployment.labels)
     learned_judge, note = _refit(gathered, prior, config.seed)
     deployment.use(learned_judge)
     after = deployment.serve(requests[cut:], upstream)
+    shown_after = deployment.live.shown()
     sources = Counter(label.source for label in gathered)
     return LearnReport(
         stream=stream, embedder=embedder.model_id, fraction=config.fraction,
         max_false_hit_rate=config.max_false_hit_rate, labels=dict(sorted(sources.items())),
         labels_same=sum(label.same for label in gathered), refit=note,
-        before=_rates(cut, before, prior.version), learned=_rates(len(requests) - cut, after, learned_judge.version),
+        before=_rates(cut, before, prior.version, shown_before),
+        learned=_rates(len(requests) - cut, after, learned_judge.version, shown_after),
     )
 
 
@@ -219,10 +247,10 @@ def _refit(labels: Sequence[LabeledInput], prior: Judge, seed: int) -> tuple[Jud
     return fitted, f"refitted on {len(labels)} labels"
 
 
-def _rates(requests: int, counts: Tally, version: str) -> PartRates:
+def _rates(requests: int, counts: Tally, version: str, budget: BudgetShown) -> PartRates:
     served = counts.served
     return PartRates(
         requests=requests, served=rate(served, requests), correct=rate(counts.correct, requests),
         wrong_over_served=rate(counts.wrong, served), explored=rate(counts.explored, requests),
-        exact=counts.exact, semantic=counts.semantic, wrong=counts.wrong, judge_version=version,
+        exact=counts.exact, semantic=counts.semantic, wrong=counts.wrong, judge_version=version, budget=budget,
     )

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from eval.live_budget import BudgetShown
 from eval.metrics import rate, trials_needed
 from eval.replay import ReplayReport, ReplayRow
 from eval.sweep import StageVetoes, Sweep, SweepPoint, SweepReport, ThresholdChoice
@@ -164,10 +165,18 @@ def vcache_table(rows: Sequence[VCacheRow]) -> TableData:
     return TableData("vCache replay (rates are % of all requests, except wrong ÷ served)", headers, cells)
 
 
+def _shown(budget: BudgetShown | None) -> tuple[str, ...]:
+    if budget is None:
+        return ("–",) * 5
+    return (pct(budget.estimate), pct(budget.upper), str(budget.bar_level), str(budget.label_calls),
+            str(budget.audit_calls))
+
+
 def learn_table(report: LearnReport) -> TableData:
-    headers = ("part", "requests", "served", "correct", "wrong\n÷ served", "explored", "judge")
+    headers = ("part", "requests", "served", "correct", "wrong\n÷ served", "explored", "judge", "shown:\nestimate",
+               "shown:\n95% upper", "bar\nlevel", "label\ncalls", "audit\ncalls")
     cells = tuple((label, str(part.requests), pct(part.served), pct(part.correct), pct(part.wrong_over_served),
-                   pct(part.explored), part.judge_version)
+                   pct(part.explored), part.judge_version, *_shown(part.budget))
                   for label, part in (("before the refit", report.before), ("after the refit", report.learned)))
     return TableData("learning replay (rates are % of the part's requests, except wrong ÷ served)", headers, cells)
 

@@ -108,6 +108,12 @@ class Settings(BaseSettings):
         DEFAULT_LOG_FLOOR, ge=-1.0, le=1.0, description="Log semantic decisions from this similarity")
     audit_rate: float = Field(
         DEFAULT_AUDIT_RATE, ge=0.0, le=1.0, description="Share of semantic hits re-asked upstream")
+    audit_calls_per_hour: int = Field(
+        120, ge=0, description="Hourly allowance of labelling's extra upstream calls: audits beyond DEJA_AUDIT_RATE's "
+        "share (sampled densely where hits are riskier) and LLM label calls for shadows and explorations; 0 = none")
+    label_model: str | None = Field(
+        None, description="Model of the chat upstream that labels audits, shadows and explorations (an LLM judge "
+        "of the two prompts and answers); empty = compare the answers' embeddings")
     audit_concurrency: int = Field(4, ge=1, description="Background audits in flight at most")
     shadow_labels: bool = Field(True, description="Label near-misses by comparing the fresh answer")
     explore_rate: float = Field(
@@ -153,7 +159,7 @@ class Settings(BaseSettings):
         return tuple(h.strip().lower() for h in value.split(",") if h.strip()) if isinstance(value, str) else value
 
     @field_validator("shared_namespace", "min_similarity", "judge_model", "decision_log_days", "label_days",
-                     "tombstone_days", mode="before")
+                     "tombstone_days", "label_model", mode="before")
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value

@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from index.request.keys import namespace_for
 from index.storage.decision_log import Label, LabelSource
+from service.budget import BudgetReport, Evidence
 from service.deps import (
     DecisionLogDep,
     EntryStoreDep,
@@ -20,6 +21,7 @@ from service.deps import (
     require_admin,
 )
 from service.errors import NotFound
+from service.evidence import teach
 from service.json_input import JsonBodyRoute
 
 
@@ -54,12 +56,28 @@ async def feedback(
         raise NotFound(f"No semantic decision with request_id {body.request_id!r}.")
     label = Label(body.request_id, LabelSource.FEEDBACK, body.correct, rt.clock(), body.detail)
     await run_in_threadpool(decisions.label, label)
+    teach(rt, decision, body.correct)
     return {"request_id": body.request_id, "recorded": True}
 
 
 @admin_router.get("/stats")
 async def stats(rt: RuntimeDep) -> dict[str, Any]:
     return await run_in_threadpool(rt.stats)
+
+
+@admin_router.get("/budget")
+async def budget(rt: RuntimeDep) -> BudgetReport:
+    """The false-hit budget on this deployment's traffic, per (namespace, API), read afresh from the log."""
+    await run_in_threadpool(rt.flush_decisions)
+    await run_in_threadpool(rt.budget.refresh)
+    return rt.budget.report()
+
+
+@admin_router.get("/budget/evidence")
+async def budget_evidence(rt: RuntimeDep) -> Evidence:
+    """The latest moves of the namespaces' bars with their evidence, and the remembered differences with the
+    number of later decisions each changed."""
+    return rt.budget.evidence()
 
 
 @admin_router.get("/entries/{entry_id}")

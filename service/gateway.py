@@ -22,7 +22,9 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from index import jsonio
+from index.match.audit_sampler import AuditReason
 from index.match.outcome import Lookup, Reason
+from index.match.policy import MatchPolicy
 from index.records import CachedResponse, QueryVectors, Verdict
 from index.request.keys import CacheKey, LookupMode, key_for
 from index.storage.decision_log import DecisionRecord, LabelSource
@@ -30,6 +32,7 @@ from service.credentials import NO_CREDENTIAL, namespace_of
 from service.dialects import Dialect, speaks_anthropic
 from service.dialects.base import UpstreamName
 from service.errors import BadRequest, NotFound, PayloadTooLarge, UpstreamError
+from service.evidence import difference_veto, hit_facts, label_case
 from service.labeler import Labeler
 from service.requests import CacheDirectives, parse_cache_control
 from service.runtime import Runtime
@@ -93,10 +96,11 @@ class Gateway:
         if exchange.key.mode is not LookupMode.BYPASS and exchange.directives.lookup:
             policy = self.rt.thresholds.policy_for(exchange.key.namespace)
             lookup = await run_in_threadpool(self.cache.lookup, exchange.key, policy)
+            lookup = difference_veto(self.rt, exchange.key.namespace, exchange.key.prompt, lookup)
             self._observe_lookup(exchange, lookup, policy.min_similarity)
             served = self._servable(exchange, lookup.response)
             if lookup.response is not None and served is not None:
-                return self._answer_from_cache(exchange, lookup, lookup.response, served)
+                return self._answer_from_cache(exchange, lookup, lookup.response, served, policy)
             if lookup.response is not None:  # too old for the caller's max-age, or cannot stand in
                 lookup = dataclasses.replace(lookup, verdict=Verdict.MISS, response=None)
         self.rt.metrics.requests.labels(dialect.name, exchange.forward_verdict.value).inc()
@@ -163,15 +167,26 @@ class Gateway:
         return headers
 
     def _answer_from_cache(self, exchange: Exchange, lookup: Lookup, cached: CachedResponse,
-                           served: dict[str, Any]) -> Response:
+                           served: dict[str, Any], policy: MatchPolicy) -> Response:
         self._count_hit(exchange, lookup, cached)
         headers = self._headers(exchange, lookup, lookup.verdict)
-        if lookup.verdict is Verdict.SEMANTIC_HIT and self.rt.audit_draw() < self.rt.settings.audit_rate:
-            self.labeler.audit(exchange.request_id, exchange.dialect, exchange.body, exchange.headers, cached.body)
+        if lookup.verdict is Verdict.SEMANTIC_HIT:
+            self._audit(exchange, lookup, cached, policy)
         if exchange.stream:
             return StreamingResponse(_aiter(exchange.dialect.replay(served, exchange.body)),
                                      media_type="text/event-stream", headers=headers)
         return Response(jsonio.dumps(served), media_type="application/json", headers=headers)
+
+    def _audit(self, exchange: Exchange, lookup: Lookup, cached: CachedResponse, policy: MatchPolicy) -> None:
+        """Re-ask upstream for a sampled share of semantic hits (denser where an audit teaches most)."""
+        namespace, prompt = exchange.key.namespace, exchange.key.prompt
+        reason = self.rt.audit_sampler.draw(hit_facts(self.rt, namespace, lookup, policy), self.rt.audit_draw())
+        if reason is None:
+            return
+        if reason is not AuditReason.BASE:
+            self.rt.metrics.extra_audits.labels(reason.value).inc()
+        self.labeler.audit(exchange.request_id, exchange.dialect, exchange.body, exchange.headers, cached.body,
+                           label_case(namespace, prompt, lookup))
 
     def _count_hit(self, exchange: Exchange, lookup: Lookup, cached: CachedResponse) -> None:
         metrics = self.rt.metrics
@@ -253,7 +268,9 @@ class Gateway:
         if lookup.candidate_response is not None and lookup.decision is not None:
             explored = lookup.decision.reason is Reason.EXPLORED
             source = LabelSource.EXPLORE if explored else LabelSource.SHADOW
-            self.labeler.shadow(exchange.request_id, exchange.dialect, answer, lookup.candidate_response, source)
+            case = label_case(exchange.key.namespace, exchange.key.prompt, lookup)
+            self.labeler.shadow(exchange.request_id, exchange.dialect, answer, lookup.candidate_response, case,
+                                exchange.headers, source)
 
     async def _store(self, exchange: Exchange, answer: dict[str, Any], lookup: Lookup) -> int | None:
         vector: QueryVectors | None = lookup.vector

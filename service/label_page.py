@@ -21,6 +21,7 @@ from service.admin_auth import SESSION_COOKIE, csrf_token, is_admin_token, new_s
 from service.deps import DecisionLogDep, EntryStoreDep, RuntimeDep, require_admin
 from service.dialects import dialect_named
 from service.errors import NotFound, Unauthorized
+from service.evidence import teach
 from service.json_input import JsonBodyRoute
 
 PAGE_PATH = "/deja/label"
@@ -112,10 +113,12 @@ def _pending_page(decisions: DecisionLog, store: EntryStore, limit: int) -> Pend
     return PendingPage(items=items, progress=progress)
 
 
-def _record(decisions: DecisionLog, label: Label) -> None:
-    if decisions.get(label.request_id) is None:
+def _record(decisions: DecisionLog, label: Label) -> DecisionRecord:
+    decision = decisions.get(label.request_id)
+    if decision is None:
         raise NotFound(f"No semantic decision with request_id {label.request_id!r}.")
     decisions.label(label)
+    return decision
 
 
 api_router = APIRouter(prefix="/deja/api", dependencies=[Depends(require_admin)], route_class=JsonBodyRoute)
@@ -158,7 +161,9 @@ async def pending(
 @api_router.post("/label")
 async def label(body: HumanLabel, decisions: DecisionLogDep, rt: RuntimeDep) -> Recorded:
     """Record a human label; labelling the same decision again keeps the latest."""
-    await run_in_threadpool(_record, decisions, Label(body.request_id, LabelSource.HUMAN, body.same, rt.clock()))
+    decision = await run_in_threadpool(_record, decisions,
+                                       Label(body.request_id, LabelSource.HUMAN, body.same, rt.clock()))
+    teach(rt, decision, body.same)
     return Recorded(request_id=body.request_id, same=body.same, recorded=True)
 
 

@@ -1,6 +1,8 @@
 """Background labelers: shadow labels on near-misses (and on explored would-be hits) and sampled audits of
 semantic hits. Neither delays a response: both run as background tasks, audits with bounded concurrency
-(skipped, not queued, when full)."""
+(skipped, not queued, when full). A label compares the two answers' embeddings, or, with `DEJA_LABEL_MODEL`, is
+the LLM label judge's verdict (`service.label_judge`); a wrong hit or a right near-miss teaches its difference
+(`index.match.differences`)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from index.errors import Overloaded, StoreUnavailable
 from index.storage.decision_log import Label, LabelSource
 from service.dialects import Dialect
 from service.errors import UpstreamError
+from service.label_judge import LabelCase
 from service.labels import compare_answers
 from service.runtime import Runtime
 
@@ -25,21 +28,44 @@ class Labeler:
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
 
-    def _record(self, request_id: str, source: LabelSource, fresh: str, cached: str) -> None:
-        """Compare two answers' texts and store the label, in a worker thread (it embeds the two answers)."""
+    def _compare(self, source: LabelSource, fresh: str, cached: str) -> tuple[bool, str] | None:
+        """Compare two answers' texts, in a worker thread (it embeds the two answers)."""
         try:
             agreement = compare_answers(fresh, cached, self.rt.background_embedder,
                                         self.rt.settings.answer_same_similarity)
         except Overloaded as exc:  # the background lane is full: this label is skipped, requests come first
             log.info("%s label skipped: %s", source.value, exc)
-            return
+            return None
+        return agreement.same, agreement.detail
+
+    def _store(self, request_id: str, source: LabelSource, case: LabelCase, same: bool, detail: str) -> None:
         try:
-            self.rt.decisions.label(Label(request_id, source, agreement.same, self.rt.clock(), agreement.detail))
+            self.rt.decisions.label(Label(request_id, source, same, self.rt.clock(), detail))
         except StoreUnavailable as exc:
             log.warning("%s label lost: %s", source.value, exc)
+            return
+        if same != case.served:  # a wrong hit, or a right near-miss: what differed is evidence for the namespace
+            self.rt.differences.remember(case.namespace, case.question, case.cached_question, same)
+
+    async def _label(self, request_id: str, source: LabelSource, case: LabelCase, fresh: str, cached: str,
+                     headers: dict[str, str]) -> None:
+        judge = self.rt.label_judge
+        if judge is not None and source is not LabelSource.AUDIT and not self.rt.audit_sampler.spend(1):
+            # Over the hour's allowance: this shadow or exploration is labelled by answer comparison instead.
+            self.rt.metrics.label_calls.labels("over_ceiling").inc()
+            judge = None
+        if judge is not None:
+            same = await judge.same(case, cached, fresh, headers)
+            if same is None:
+                return
+            result: tuple[bool, str] | None = (same, f"label model {judge.model}")
+        else:
+            result = await run_in_threadpool(self._compare, source, fresh, cached)
+        if result is not None:
+            await run_in_threadpool(self._store, request_id, source, case, *result)
 
     def shadow(self, request_id: str, dialect: Dialect, fresh: dict[str, Any], cached: dict[str, Any],
-               source: LabelSource = LabelSource.SHADOW) -> None:
+               case: LabelCase, headers: dict[str, str], source: LabelSource = LabelSource.SHADOW) -> None:
         """A near-miss (or an explored would-be hit, `source` explore) went upstream: would the candidate's
         answer have been right? Shadows obey DEJA_SHADOW_LABELS; exploration exists to be labelled."""
         if source is LabelSource.SHADOW and not self.rt.settings.shadow_labels:
@@ -47,12 +73,12 @@ class Labeler:
         texts = dialect.answer_text(fresh), dialect.answer_text(cached)
 
         async def run() -> None:
-            await run_in_threadpool(self._record, request_id, source, *texts)
+            await self._label(request_id, source, case, *texts, headers)
 
         self.rt.spawn(run())
 
     def audit(self, request_id: str, dialect: Dialect, body: Mapping[str, Any], headers: dict[str, str],
-              served: dict[str, Any]) -> None:
+              served: dict[str, Any], case: LabelCase) -> None:
         """Re-ask upstream for a served semantic hit, in the background."""
         if self.rt.audit_slots.locked():
             self.rt.metrics.audits.labels("skipped").inc()
@@ -76,8 +102,8 @@ class Labeler:
                 if not isinstance(fresh, dict):
                     self.rt.metrics.audits.labels("upstream_error").inc()
                     return
-                await run_in_threadpool(self._record, request_id, LabelSource.AUDIT, dialect.answer_text(fresh),
-                                        dialect.answer_text(served))
+                await self._label(request_id, LabelSource.AUDIT, case, dialect.answer_text(fresh),
+                                  dialect.answer_text(served), headers)
                 self.rt.metrics.audits.labels("done").inc()
 
         self.rt.spawn(run())

@@ -35,3 +35,27 @@ class Metrics:
         self.degraded = Counter("deja_backend_failures", "Cache backend failures degraded to a miss",
                                 ["backend"], registry=r)
         self.audits = Counter("deja_audits", "Background audits by outcome", ["outcome"], registry=r)
+        # The live false-hit budget per (namespace, API), as `/deja/budget` reports it (`index.match.budget`).
+        budget_labels = ["namespace", "api"]
+        self.budget = Gauge("deja_budget_max_false_hit_rate", "The false-hit budget (DEJA_MAX_FALSE_HIT_RATE)",
+                            registry=r)
+        self.budget_served = Gauge("deja_budget_served", "Served semantic hits", budget_labels, registry=r)
+        self.budget_audited = Gauge("deja_budget_audited", "Served semantic hits with an audit, feedback or human "
+                                    "label", budget_labels, registry=r)
+        self.budget_wrong = Gauge("deja_budget_wrong", "Audited semantic hits labelled wrong", budget_labels,
+                                  registry=r)
+        self.budget_estimate = Gauge("deja_budget_estimate", "Wrong / audited (absent until audited)",
+                                     budget_labels, registry=r)
+        self.budget_upper = Gauge("deja_budget_upper", "One-sided 95% Clopper-Pearson upper bound on wrong / served",
+                                  budget_labels, registry=r)
+        self.budget_bar = Gauge("deja_budget_bar", "The namespace's bar (judge probability, or cosine threshold)",
+                                budget_labels, registry=r)
+        self.bar_changes = Counter("deja_bar_changes", "Moves of a namespace's bar", ["direction"], registry=r)
+        self.label_calls = Counter("deja_label_calls", "LLM label-judge calls (DEJA_LABEL_MODEL) by outcome",
+                                   ["outcome"], registry=r)
+        self.label_cost = Counter("deja_label_cost_usd", "Estimated cost of LLM label-judge calls, from the price "
+                                  "table", ["model"], registry=r)
+        self.extra_audits = Counter("deja_extra_audits", "Audits beyond DEJA_AUDIT_RATE's share, by why they were "
+                                    "drawn", ["reason"], registry=r)
+        self.differences = Counter("deja_difference_decisions", "Decisions changed by a remembered difference",
+                                   registry=r)

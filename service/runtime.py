@@ -26,7 +26,11 @@ from index.forgetting import Forgetting, Retention
 from index.guards.registry import build_stages
 from index.judge.model import JudgeModelError, load_judge
 from index.maintenance import Maintainer
+from index.match.audit_sampler import AuditSampler
+from index.match.bar import raised
+from index.match.bar_book import BarBook
 from index.match.decide import Deciders
+from index.match.differences import Differences
 from index.match.explore import Exploration
 from index.match.judged import PairJudge
 from index.match.policy import MatchPolicy
@@ -40,8 +44,10 @@ from index.storage.decision_log import DecisionLog, DecisionRecord
 from index.storage.entries import EntryStore, display_url, make_engine
 from index.storage.exact import ExactCache, LruExactCache, RedisExactCache
 from index.storage.judge_models import JudgeStore
+from service.budget import BudgetKeeper
 from service.credentials import credential_policy
 from service.dialects.base import UpstreamName
+from service.label_judge import LabelJudge
 from service.metrics import Metrics
 from service.settings import Settings
 from service.upstream import Upstream
@@ -105,16 +111,27 @@ class Thresholds:
 
     policy: MatchPolicy
     by_namespace: dict[str, tuple[float, int]] = field(default_factory=dict)
+    # The live budget's bar levels (`index.match.bar_book`); None = every namespace at the prior.
+    bars: BarBook | None = None
 
     @property
     def default(self) -> float:
         return self.policy.min_similarity
 
-    def policy_for(self, namespace: str) -> MatchPolicy:
-        """The namespace's policy. A stored threshold is a cosine threshold: it applies in threshold mode only
-        (in judge mode the judge's bar decides, and its candidate floor is never a swept threshold)."""
+    def prior_for(self, namespace: str) -> MatchPolicy:
+        """The namespace's policy before the live budget moves its bar. A stored threshold is a cosine threshold:
+        it applies in threshold mode only (in judge mode the judge's bar decides, and its candidate floor is never
+        a swept threshold)."""
         chosen = self.by_namespace.get(namespace) or self.by_namespace.get("*")
         return self.policy.at(chosen[0]) if chosen and not self.policy.judged else self.policy
+
+    def policy_for(self, namespace: str) -> MatchPolicy:
+        """The prior with the namespace's bar level: the judge's bar, or the cosine threshold, moved."""
+        policy = self.prior_for(namespace)
+        level = 0 if self.bars is None else self.bars.level(namespace)
+        if level == 0:
+            return policy
+        return policy.at_level(level) if policy.judged else policy.at(raised(policy.min_similarity, level))
 
 
 class Runtime:
@@ -155,9 +172,16 @@ class Runtime:
         self.decisions = DecisionLog(self.engine)
         retention = Retention(settings.decision_log_days, settings.label_days, settings.tombstone_days)
         self.forgetting = Forgetting(self.engine, self.maintainer, retention, self.clock)
-        self.thresholds = Thresholds(self.policy)
+        self.bars = BarBook(settings.max_false_hit_rate, self.clock)
+        self.thresholds = Thresholds(self.policy, bars=self.bars)
+        self.differences = Differences()
+        self.audit_sampler = AuditSampler(settings.audit_rate, settings.audit_calls_per_hour, self.clock,
+                                          calls_per_audit=1 if settings.label_model is None else 2)
+        self.budget = BudgetKeeper(self.engine, self.bars, self.metrics, self.differences, self.prior_bar)
         self.upstream = build_upstream(settings, settings.upstream_url, parts.transport)
         self.anthropic_upstream = build_upstream(settings, settings.anthropic_upstream_url, parts.transport)
+        self.label_judge = None if settings.label_model is None else LabelJudge(
+            settings.label_model, self.upstream, self.metrics, settings.prices_per_1k_tokens.get(settings.label_model))
         self.secret = settings.secret_bytes()
         self.credentials = credential_policy(settings)
         self._pending: list[DecisionRecord] = []
@@ -166,6 +190,14 @@ class Runtime:
         self._task: asyncio.Task[None] | None = None
         self.audit_slots = asyncio.Semaphore(settings.audit_concurrency)
         self.background: set[asyncio.Task[None]] = set()
+
+    def prior_bar(self, namespace: str) -> float:
+        """The namespace's bar before the live budget moves it: the judge's cut, or the cosine threshold."""
+        policy = self.thresholds.prior_for(namespace)
+        judge = self.cache.deciders.judge
+        if policy.judged and judge is not None:
+            return judge.cut(policy.max_false_hit_rate)
+        return policy.min_similarity
 
     def upstream_for(self, name: UpstreamName) -> Upstream:
         return self.anthropic_upstream if name is UpstreamName.ANTHROPIC else self.upstream
@@ -246,6 +278,7 @@ class Runtime:
             self.metrics.evictions.inc(self.maintainer.evict())
             self.forgetting.sweep()
             self._label_metrics()
+            self.budget.refresh()
             if self.policy.judged:
                 self.cache.histories = self.decisions.entry_histories()
         self.sync_judge()

@@ -19,6 +19,7 @@ from index.embedding.embedder import HashEmbedder
 from service.app import create_app
 from service.runtime import Parts, Runtime
 from service.settings import Settings
+from support.label_stub import LabelStub, is_label_call
 from support.stub_dialects import CUT_AFTER, ChatApi, MessagesApi, ResponsesApi, StubApi
 
 CHAT = "/v1/chat/completions"
@@ -36,6 +37,7 @@ class MockUpstream:
         self.failures: deque[str] = deque()
         self.transport = httpx.MockTransport(self._handle)
         self.apis: dict[str, StubApi] = {api.path: api for api in (ChatApi(), MessagesApi(), ResponsesApi())}
+        self.labels = LabelStub()
 
     @property
     def chat_calls(self) -> int:
@@ -59,6 +61,8 @@ class MockUpstream:
             return httpx.Response(int(failure), json=api.error(int(failure), f"stub {failure}"))
         body = json.loads(request.content)
         n = self.calls_to(api.path)
+        if isinstance(api, ChatApi) and is_label_call(body):
+            return httpx.Response(200, json=api.answer(body, n, self.labels.content(body), "ok"))
         text = f"answer {n} to: {api.last_text(body)}"
         outcome = failure or "ok"
         if body.get("stream"):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from support.label_stub import LabelStub, is_label_call
 from support.stub_dialects import CUT_AFTER, ChatApi, MessagesApi, ResponsesApi, StubApi
 
 # Words for intent answers: common, unrelated, so two intents' answers share little meaning.
@@ -44,6 +45,8 @@ class StubState:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     responses: ResponsesApi = field(default_factory=ResponsesApi)
+    # Label-judge calls (DEJA_LABEL_MODEL) are answered by this, by intent (`answers`) unless a test sets a rule.
+    labels: LabelStub = field(default_factory=LabelStub)
 
     def chat_calls(self) -> list[dict[str, Any]]:
         return self.calls_to("/v1/chat/completions")
@@ -158,6 +161,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.state.delay:
             time.sleep(self.state.delay)
         body = json.loads(raw)
+        if isinstance(api, ChatApi) and is_label_call(body):
+            self._json(200, api.answer(body, n, self.state.labels.content(body, self.state.answers), "ok"))
+            return
         try:
             text = self._answer(api.last_text(body), n)
         except (KeyError, IndexError, TypeError, AttributeError, ValueError):  # a real API refuses it: so do we
@@ -253,3 +259,4 @@ class StubUpstream:
             self.state.failures.clear()
             self.state.chunk_delay = 0.0
             self.state.streams_finished = 0
+            self.state.labels = LabelStub()

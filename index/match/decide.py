@@ -2,7 +2,8 @@
 `eval sweep`, `eval replay` and `eval replay --learn` all call `decide`, so a setting means the same in each.
 
 Single-turn requests in judge mode go to the judge (calibrated P(same answer) against the false-hit budget's
-bar, with exploration of uncertain would-be hits); threshold mode and conversations go to the cosine rule. In
+bar, with exploration of uncertain would-be hits; a plain rewording is served on its content, and a candidate
+whose words are the request's opposites is vetoed); threshold mode and conversations go to the cosine rule. In
 every mode a candidate that differs from the request past the embedder's window is never served.
 """
 
@@ -13,8 +14,9 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from index.guards.contrast import opposed_words
 from index.guards.registry import context_stages
-from index.guards.stages import Stage
+from index.guards.stages import Stage, StageResult
 from index.judge.features import EntryHistory
 from index.match.explore import Exploration
 from index.match.judged import JudgeSetup, PairJudge, judge
@@ -24,6 +26,8 @@ from index.match.threshold import by_threshold
 from index.match.window import differs_past_window
 
 OFF = Exploration(rate=0.0)
+# The judge-mode veto of a candidate that asks the opposite (`index.guards.contrast`).
+CONTRAST = "contrast"
 
 
 @dataclass(frozen=True)
@@ -67,16 +71,27 @@ def decide(
         return _by_threshold(query, candidates, policy, deciders, query_context)
     if deciders.judge is None:
         raise ValueError("a judge-mode policy needs a judge (index.judge.model.load_judge)")
-    setup = JudgeSetup(deciders.judge, policy.max_false_hit_rate, policy.judge_candidates, histories or {})
+    opposed = [opposed_words(query, c.prompt) for c in candidates]
+    if any(opposed):
+        kept = [c for c, pair in zip(candidates, opposed, strict=True) if pair is None]
+        if kept:
+            return _reindexed(decide(query, kept, policy, deciders, query_context, histories), candidates, kept)
+        a, b = opposed[0] or ("", "")
+        veto = StageResult(CONTRAST, False, f"opposite words {a!r} vs {b!r}")
+        return Decision(Reason.VETOED, candidates[0].similarity, vetoed_by=CONTRAST, stages=(veto,), chosen=0)
+    setup = JudgeSetup(deciders.judge, policy.max_false_hit_rate, policy.judge_candidates, histories or {},
+                       policy.bar_level)
     judgement = judge(query, candidates, setup, query_context)
     index = judgement.chosen if judgement.chosen is not None else judgement.best
     assert index is not None and judgement.probability is not None
     p = judgement.probability
     reason = Reason.HIT if judgement.hit else Reason.BELOW_BAR
-    if judgement.hit and deciders.exploration.explores(p, judgement.bar, policy.max_false_hit_rate, deciders.draw()):
+    explorable = judgement.hit and not judgement.same_content
+    if explorable and deciders.exploration.explores(p, judgement.bar, policy.max_false_hit_rate, deciders.draw()):
         reason = Reason.EXPLORED
     return Decision(reason, candidates[index].similarity, chosen=index, probability=p, bar=judgement.bar,
-                    version=judgement.version, max_false_hit_rate=policy.max_false_hit_rate)
+                    version=judgement.version, max_false_hit_rate=policy.max_false_hit_rate,
+                    basis="same content" if judgement.same_content else None)
 
 
 def _by_threshold(query: str, candidates: Sequence[Candidate], policy: MatchPolicy, deciders: Deciders,

@@ -11,8 +11,10 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from index.guards.form import same_content
 from index.judge.features import MISSING, EntryHistory, JudgeInput
 from index.judge.model import check_budget
+from index.match.bar import raised
 from index.match.outcome import Candidate
 from index.match.policy import DEFAULT_JUDGE_CANDIDATES, DEFAULT_MAX_FALSE_HIT_RATE
 
@@ -41,6 +43,9 @@ class Judgement:
     max_false_hit_rate: float
     chosen: int | None = None
     best: int | None = None
+    # The served candidate asks the same as the request in other words only (`index.guards.form`): served
+    # whatever its probability.
+    same_content: bool = False
 
     @property
     def hit(self) -> bool:
@@ -61,6 +66,8 @@ class JudgeSetup:
     max_false_hit_rate: float = DEFAULT_MAX_FALSE_HIT_RATE
     candidates: int = DEFAULT_JUDGE_CANDIDATES
     histories: Mapping[int, EntryHistory] = field(default_factory=dict)
+    # Steps the bar is moved from the calibrated cut by the live budget (`index.match.bar`); 0 = the prior.
+    bar_level: int = 0
 
     def __post_init__(self) -> None:
         check_budget(self.max_false_hit_rate)
@@ -82,7 +89,7 @@ def judge(
 ) -> Judgement:
     """Score the first K candidates (most similar first) and serve the most probable one above the bar."""
     chosen = tuple(candidates[: setup.candidates])
-    bar = setup.judge.cut(setup.max_false_hit_rate)
+    bar = raised(setup.judge.cut(setup.max_false_hit_rate), setup.bar_level)
     if not chosen:
         return Judgement((), (), bar, setup.judge.version, setup.max_false_hit_rate)
     sims = [c.similarity for c in chosen]
@@ -93,6 +100,17 @@ def judge(
     ]
     p = setup.judge.probabilities(items)
     best = int(np.argmax(p))
-    served = best if float(p[best]) >= bar else None
-    return Judgement(chosen, tuple(float(x) for x in p), bar, setup.judge.version, setup.max_false_hit_rate,
-                     served, best)
+    probabilities = tuple(float(x) for x in p)
+    if float(p[best]) >= bar:
+        return Judgement(chosen, probabilities, bar, setup.judge.version, setup.max_false_hit_rate, best, best)
+    # Below the bar, a candidate with the request's own content words in the same order (a plain rewording)
+    # still asks the same question; the most probable such one is served.
+    same = [i for i in np.argsort(-p, kind="stable") if same_content(query, chosen[int(i)].prompt)]
+    served = int(same[0]) if same and _same_context(query_context, chosen[int(same[0])].context) else None
+    return Judgement(chosen, probabilities, bar, setup.judge.version, setup.max_false_hit_rate, served, best,
+                     same_content=served is not None)
+
+
+def _same_context(query_context: str | None, cached_context: str | None) -> bool:
+    """Conversations: a rewording of the last message is the same question only in the same context."""
+    return query_context is None or query_context == cached_context

@@ -58,6 +58,8 @@ class Decision:
     bar: float | None = None
     version: str | None = None
     max_false_hit_rate: float | None = None
+    # Judge mode: what the hit rests on when not on the probability: "same content" (`index.guards.form`).
+    basis: str | None = None
 
     def __post_init__(self) -> None:
         if (self.reason is Reason.VETOED) != (self.vetoed_by is not None):
@@ -76,7 +78,8 @@ class Decision:
         if self.probability is None or self.bar is None:
             return ""
         bar = "never" if self.bar == float("inf") else f"{self.bar:.3f}"
-        return f"{self.version} p={self.probability:.3f} bar={bar} budget={self.max_false_hit_rate:g}"
+        basis = f" basis={self.basis.replace(' ', '-')}" if self.basis else ""
+        return f"{self.version} p={self.probability:.3f} bar={bar} budget={self.max_false_hit_rate:g}{basis}"
 
     def logged_stages(self) -> tuple[StageResult, ...]:
         """What the decision log and label page show: the rule stages, plus the judge's line when it judged."""

@@ -59,6 +59,8 @@ class MatchPolicy:
     max_false_hit_rate: float = DEFAULT_MAX_FALSE_HIT_RATE
     judge_candidates: int = DEFAULT_JUDGE_CANDIDATES
     conversation_threshold: float = DEFAULT_MIN_SIMILARITY
+    # Judge mode: steps the namespace's bar sits above (or below) the calibrated cut; see `index.match.bar`.
+    bar_level: int = 0
 
     def __post_init__(self) -> None:
         for name in ("min_similarity", "min_context_similarity", "conversation_threshold"):
@@ -75,6 +77,10 @@ class MatchPolicy:
     def at(self, min_similarity: float) -> MatchPolicy:
         """The same policy at another threshold (what a sweep varies, and per-namespace thresholds set)."""
         return dataclasses.replace(self, min_similarity=min_similarity)
+
+    def at_level(self, bar_level: int) -> MatchPolicy:
+        """The same policy with the judge's bar moved `bar_level` steps (what the live budget sets)."""
+        return dataclasses.replace(self, bar_level=bar_level)
 
     def with_budget(self, max_false_hit_rate: float) -> MatchPolicy:
         """The same policy at another false-hit budget (what a judge sweep varies)."""

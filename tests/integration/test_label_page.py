@@ -145,3 +145,31 @@ def test_labelling_an_unknown_decision_is_a_404_in_openai_shape(gateway: Gateway
                           json={"request_id": "no-such-request", "same": True})
     assert response.status_code == 404
     assert response.json()["error"]["type"] == "not_found_error"
+
+
+def test_the_page_shows_the_budget_row_of_a_namespace_with_a_wrong_hit(gateway: GatewayProcess) -> None:
+    api_key = f"sk-test-{uuid.uuid4().hex}"
+    ask(gateway, api_key, "How do I delete my account?")
+    hit = ask(gateway, api_key, "How can I delete my account?")
+    assert hit.headers["x-deja-cache"] == "hit-semantic"
+    feedback = httpx.post(gateway.url + "/v1/deja/feedback", timeout=10, headers={"Authorization": f"Bearer {api_key}"},
+                          json={"request_id": hit.headers["x-deja-request-id"], "correct": False})
+    feedback.raise_for_status()
+    report = httpx.get(gateway.url + "/deja/budget", headers=ADMIN, timeout=10).json()
+    [row] = [n for n in report["namespaces"] if n["wrong"] == 1]
+    assert (row["served"], row["audited"], row["estimate"], row["upper"]) == (1, 1, 1.0, 1.0)
+
+    with chromium() as driver:
+        driver.get(gateway.url + "/deja/label?token=admin-secret")
+        wait = WebDriverWait(driver, 30)
+
+        def budget_row(d: Any) -> list[str] | None:
+            for tr in d.find_elements(By.CSS_SELECTOR, "#budget-rows tr"):
+                cells = [td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+                if cells and cells[0] == row["namespace"][:12]:
+                    return cells
+            return None
+
+        cells = wait.until(budget_row)
+        assert cells[1:7] == ["chat", "1", "1", "1", "100.0%", "100.0%"]
+        assert driver.find_element(By.ID, "budget-value").text == "2.0%"

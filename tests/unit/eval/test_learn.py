@@ -69,3 +69,30 @@ def test_one_sided_labels_keep_the_prior(prior: Judge) -> None:
 def test_fraction_outside_zero_one_is_refused() -> None:
     with pytest.raises(ValueError, match="fraction"):
         LearnConfig(1.0)
+
+
+def test_each_part_reports_the_budget_a_gateway_would_show_and_the_label_calls_spent(prior: Judge) -> None:
+    report = run_learn("synthetic", _trace(200), BagOfWords(), prior,
+                       LearnConfig(0.5, exploration=Exploration(rate=0.0), audit_rate=0.5, seed=6))
+    before, after = report.before.budget, report.learned.budget
+    assert before is not None and after is not None
+    # Cumulative, as /deja/budget shows it: the second part's tallies include the first's.
+    assert before.served == report.before.semantic
+    assert after.served == report.before.semantic + report.learned.semantic
+    assert 0 < before.audited <= before.served and after.audited >= before.audited
+    assert before.upper >= (before.estimate or 0.0)
+    # Each audit re-asks upstream and calls the label judge; shadows call it while the hour's allowance has room.
+    assert before.audit_calls == report.labels["audit"]
+    assert before.audit_calls <= before.label_calls <= sum(report.labels.values())
+
+
+def test_extra_audits_and_shadow_label_calls_stop_at_the_hourly_ceiling(prior: Judge) -> None:
+    requests = _trace(200)
+    free = run_learn("synthetic", requests, BagOfWords(), prior, LearnConfig(0.5, audit_rate=0.05, seed=7))
+    capped = run_learn("synthetic", requests, BagOfWords(), prior,
+                       LearnConfig(0.5, audit_rate=0.05, audit_calls_per_hour=0, seed=7))
+    for report in (free, capped):
+        assert report.before.budget is not None and report.learned.budget is not None
+    assert free.before.budget.extra_audits > 0 and free.before.budget.label_calls > free.before.budget.audit_calls
+    for part in (capped.before.budget, capped.learned.budget):
+        assert part.extra_audits == 0 and part.label_calls == part.audit_calls  # only base-share audits

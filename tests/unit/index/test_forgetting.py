@@ -198,3 +198,17 @@ def test_migrations_build_exactly_the_schema_the_code_declares(tmp_path: Path) -
         diff = compare_metadata(MigrationContext.configure(conn), metadata)
     engine.dispose()
     assert diff == []
+
+
+def test_upgrading_a_database_with_decisions_keeps_them_unforgotten(tmp_path: Path) -> None:
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'old.sqlite'}")
+    upgrade(engine, "0005")
+    with engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO deja_decisions (request_id, namespace, model, prompt, similarity, "
+                             "min_similarity, stages, verdict, created_at) VALUES "
+                             "('r', 'ns', 'm', 'kept prompt', 0.9, 0.8, '[]', 'miss', 1.0)"))
+    upgrade(engine)
+    with engine.connect() as conn:
+        row = conn.execute(sa.text("SELECT prompt, prompt_hash, forgotten_at FROM deja_decisions")).one()
+    engine.dispose()
+    assert tuple(row) == ("kept prompt", None, None)

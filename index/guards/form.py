@@ -1,0 +1,42 @@
+"""Same content, other form: two prompts whose content words are the same, in the same order, and that differ
+only in words that never change what is asked (articles, the do/can auxiliary of a question, a politeness
+frame), in case, punctuation, spacing or contractions. Such a pair asks the same question.
+
+Everything else counts as content: nouns, verbs, adjectives, numbers, pronouns ("my" vs "your"), prepositions
+("to" vs "from", "before" vs "after"), negations, wh-words, tense and most modals. So an action and its opposite,
+a sibling option, another value, an inverted order or a negation is never "the same content"; those are for the
+judge to weigh. Pure functions over `index.guards.text`; microseconds per pair.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from index.guards.text import CACHE_SIZE, normalize, stem, word_set
+
+# Words, numbers and the symbols that change a value or an expression (a sign, an operator, a unit mark);
+# sentence punctuation and quotes are form.
+_WORD_HYPHEN = re.compile(r"(?<=[a-z])-(?=[a-z])")
+_TOKEN = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*|[-+*/=^%$€£<>#@&~|\\]")
+
+# Words a rewording adds, drops or swaps without changing the question.
+FREE_WORDS = word_set(
+    "a an the do does can could would please kindly pls plz hi hello hey thanks thank thx you tell me i to "
+    "is are quick question just"
+)
+# A prompt must ask about something: below this many content words, sameness of form proves nothing.
+MIN_CONTENT_WORDS = 2
+
+
+@lru_cache(maxsize=CACHE_SIZE)
+def content(text: str) -> tuple[str, ...]:
+    """The stems of `text`'s content words, in order."""
+    tokens = _TOKEN.findall(_WORD_HYPHEN.sub(" ", normalize(text)))  # "rate-limited" is "rate limited"
+    return tuple(stem(w) for w in tokens if w not in FREE_WORDS)
+
+
+def same_content(query: str, cached: str) -> bool:
+    """True when the two prompts differ only in form (see the module docstring)."""
+    left = content(query)
+    return len(left) >= MIN_CONTENT_WORDS and left == content(cached)

@@ -1,0 +1,84 @@
+"""Which served semantic hits are audited: `DEJA_AUDIT_RATE` of them as the default share, and more where an audit
+teaches most (a namespace whose bar is raised, a candidate just above the bar, a young entry), each boost a
+multiple of the default share. The extra upstream calls of labelling (extra audits, and LLM label calls for
+shadows and explorations) share one hourly allowance, `DEJA_AUDIT_CALLS_PER_HOUR`; base-share audits do not
+draw on it. The gateway and `eval replay --learn` use the same sampler."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+# Multiples of the default share for each reason (the largest applies).
+OVER_BUDGET_BOOST = 20.0
+UNCERTAIN_BOOST = 10.0
+YOUNG_BOOST = 5.0
+# A candidate whose probability is within this much of the bar is uncertain; an entry younger than this is young.
+UNCERTAIN_MARGIN = 0.05
+YOUNG_SECONDS = 3600.0
+HOUR = 3600.0
+
+
+class AuditReason(StrEnum):
+    BASE = "base"
+    OVER_BUDGET = "over_budget"
+    UNCERTAIN = "uncertain"
+    YOUNG = "young"
+
+
+@dataclass(frozen=True)
+class HitFacts:
+    """What the sampler knows of a served hit. `probability` and `bar` are the judge's (None in threshold mode)."""
+
+    raised_bar: bool
+    probability: float | None
+    bar: float | None
+    entry_age: float
+
+
+class AuditSampler:
+    """Thread-safe; `clock` is wall-clock seconds."""
+
+    def __init__(self, rate: float, calls_per_hour: int, clock: Callable[[], float], calls_per_audit: int = 1) -> None:
+        """`calls_per_audit`: upstream calls one audit makes (the re-ask, plus the label call with a label model)."""
+        self.rate = rate
+        self.calls_per_hour = calls_per_hour
+        self.calls_per_audit = calls_per_audit
+        self.clock = clock
+        self._extra: deque[float] = deque()
+        self._lock = threading.Lock()
+
+    def boost(self, facts: HitFacts) -> tuple[float, AuditReason]:
+        """The multiple of the default share this hit is audited at, and why."""
+        if facts.raised_bar:
+            return OVER_BUDGET_BOOST, AuditReason.OVER_BUDGET
+        p, bar = facts.probability, facts.bar
+        if p is not None and bar is not None and p - bar < UNCERTAIN_MARGIN:
+            return UNCERTAIN_BOOST, AuditReason.UNCERTAIN
+        if facts.entry_age < YOUNG_SECONDS:
+            return YOUNG_BOOST, AuditReason.YOUNG
+        return 1.0, AuditReason.BASE
+
+    def draw(self, facts: HitFacts, u: float) -> AuditReason | None:
+        """Audit this hit? `u` is uniform in [0, 1). Base-share audits are always allowed; extra ones only while
+        the hour's ceiling has room (None when refused or not drawn)."""
+        if u < self.rate:
+            return AuditReason.BASE
+        factor, reason = self.boost(facts)
+        if reason is AuditReason.BASE or u >= min(1.0, self.rate * factor):
+            return None
+        return reason if self.spend(self.calls_per_audit) else None
+
+    def spend(self, calls: int) -> bool:
+        """Take `calls` from the last hour's allowance; False (nothing taken) when it has no room for them."""
+        now = self.clock()
+        with self._lock:
+            while self._extra and now - self._extra[0] >= HOUR:
+                self._extra.popleft()
+            if len(self._extra) + calls > self.calls_per_hour:
+                return False
+            self._extra.extend([now] * calls)
+            return True

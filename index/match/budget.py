@@ -1,0 +1,51 @@
+"""The false-hit budget measured on a deployment's own traffic, as numbers: per (namespace, API), the served
+semantic hits, how many of them were audited (a label from an audit, feedback or a human) and how many of those
+were wrong, the estimate wrong / audited and its one-sided 95% Clopper-Pearson upper bound. The tallies are read
+from the decision log by `index.storage.budget`.
+
+The bound is exact for a fixed sample. It is read continuously (every upkeep tick), which makes it optimistic
+in the sense of a sequential test; audits sampled more densely where hits are riskier (uncertain candidates,
+young entries, a namespace over budget) bias the estimate upward, which errs on the safe side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from scipy.stats import beta
+
+CONFIDENCE = 0.95
+
+
+def upper_bound(wrong: int, audited: int, confidence: float = CONFIDENCE) -> float:
+    """One-sided Clopper-Pearson upper bound on the wrong rate after `wrong` of `audited` (1.0 with no audit)."""
+    if audited <= 0 or wrong >= audited:
+        return 1.0
+    return float(beta.ppf(confidence, wrong + 1, audited - wrong))
+
+
+@dataclass(frozen=True)
+class BudgetTally:
+    """One (namespace, API)'s evidence. `estimate` is None until a served hit was audited."""
+
+    namespace: str
+    api: str
+    served: int
+    audited: int
+    wrong: int
+
+    @property
+    def estimate(self) -> float | None:
+        return self.wrong / self.audited if self.audited else None
+
+    @property
+    def upper(self) -> float:
+        return upper_bound(self.wrong, self.audited)
+
+
+def merge(tallies: Iterable[BudgetTally], namespace: str, api: str = "*") -> BudgetTally:
+    """Several tallies summed into one (a namespace over all its APIs)."""
+    items = list(tallies)
+    return BudgetTally(namespace, api, sum(t.served for t in items), sum(t.audited for t in items),
+                       sum(t.wrong for t in items))

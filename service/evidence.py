@@ -1,0 +1,49 @@
+"""The gateway's hooks into the live budget: a remembered wrong difference turns a would-be hit into a miss
+(`index.match.differences`), and the audit sampler (`index.match.audit_sampler`) decides which served hits are
+audited."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from index.match.audit_sampler import HitFacts
+from index.match.outcome import Lookup, Reason
+from index.match.policy import MatchPolicy
+from index.records import Verdict
+from index.storage.decision_log import DecisionRecord
+from service.label_judge import LabelCase
+from service.runtime import Runtime
+
+DIFFERENCE_STAGE = "difference"
+
+
+def difference_veto(rt: Runtime, namespace: str, prompt: str, lookup: Lookup) -> Lookup:
+    """`lookup`, or for a semantic hit whose two prompts differ by a remembered wrong difference, a miss vetoed by
+    `difference` (it goes upstream; its candidate is shadow-labelled like any near-miss)."""
+    decision = lookup.decision
+    if lookup.verdict is not Verdict.SEMANTIC_HIT or decision is None or lookup.candidate_prompt is None:
+        return lookup
+    if rt.differences.veto(namespace, prompt, lookup.candidate_prompt) is None:
+        return lookup
+    rt.metrics.differences.inc()
+    return dataclasses.replace(lookup, verdict=Verdict.MISS, response=None, decision=dataclasses.replace(
+        decision, reason=Reason.VETOED, vetoed_by=DIFFERENCE_STAGE))
+
+
+def hit_facts(rt: Runtime, namespace: str, lookup: Lookup, policy: MatchPolicy) -> HitFacts:
+    decision = lookup.decision
+    p = decision.probability if decision is not None else None
+    bar = decision.bar if decision is not None and policy.judged else None
+    created = lookup.response.created_at if lookup.response is not None else rt.clock()
+    return HitFacts(rt.bars.level(namespace) > 0, p, bar, rt.clock() - created)
+
+
+def label_case(namespace: str, prompt: str, lookup: Lookup) -> LabelCase:
+    return LabelCase(namespace, prompt, lookup.candidate_prompt or "", lookup.verdict is Verdict.SEMANTIC_HIT)
+
+
+def teach(rt: Runtime, decision: DecisionRecord, correct: bool) -> None:
+    """A feedback or human label: a wrong served hit or a right near-miss teaches its difference."""
+    served = decision.verdict == Verdict.SEMANTIC_HIT.value
+    if decision.candidate_prompt is not None and correct != served:
+        rt.differences.remember(decision.namespace, decision.prompt, decision.candidate_prompt, correct)

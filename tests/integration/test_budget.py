@@ -1,0 +1,87 @@
+"""The live false-hit budget through a real gateway (uvicorn, MiniLM, the shipped judge: the default decision)
+with `DEJA_LABEL_MODEL` set: audits are labelled by a chat completion the loopback stub answers by a rule the test
+sets, `GET /deja/budget` counts them with their bound, and a wrong audit raises the namespace's bar."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from service.label_judge import SYSTEM_PROMPT
+from support.services import GatewayProcess
+from support.stub_upstream import StubUpstream, intent_answer
+from support.waiting import wait_for
+from tests.integration.conftest import base_env
+
+pytestmark = pytest.mark.integration
+ADMIN = {"Authorization": "Bearer admin-secret"}
+CANCEL = ("How do I cancel my subscription?", "how do i cancel my subscription", "How do I cancel my subscription")
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayProcess, StubUpstream]]:
+    """A stub of its own: every hit here is audited, and audits must not land on the shared stub's counts."""
+    data_dir = tmp_path_factory.mktemp("budget")
+    with StubUpstream(answers={prompt: "cancel" for prompt in CANCEL}) as stub:
+        # The judge is the default decision (base_env pins the cosine rule for the other suites); every hit is
+        # audited so that the test knows which ones are.
+        env = base_env(stub, data_dir) | {"DEJA_DECISION": "judge", "DEJA_LABEL_MODEL": "judge-llm",
+                                          "DEJA_AUDIT_RATE": "1.0"}
+        gw = GatewayProcess(env, data_dir / "gateway.log").start()
+        yield gw, stub
+        gw.stop()
+
+
+def chat(url: str, api_key: str, content: str) -> httpx.Response:
+    response = httpx.post(url + "/v1/chat/completions", timeout=30, headers={"Authorization": f"Bearer {api_key}"},
+                          json={"model": "m", "messages": [{"role": "user", "content": content}]})
+    response.raise_for_status()
+    return response
+
+
+def budget_row(url: str, audited: int) -> dict[str, Any] | None:
+    report = httpx.get(url + "/deja/budget", headers=ADMIN, timeout=10).json()
+    assert report["budget"] == 0.02
+    rows = [row for row in report["namespaces"] if row["audited"] == audited]
+    return rows[0] if rows else None
+
+
+def test_audits_are_labelled_by_the_label_model_and_a_wrong_one_raises_the_bar(
+        deployment: tuple[GatewayProcess, StubUpstream]) -> None:
+    gw, stub = deployment
+    key = "sk-budget"
+    chat(gw.url, key, CANCEL[0])
+    assert chat(gw.url, key, CANCEL[1]).headers["x-deja-cache"] == "hit-semantic"
+    right = wait_for(lambda: budget_row(gw.url, audited=1))
+    assert right is not None and (right["served"], right["wrong"], right["estimate"]) == (1, 0, 0.0)
+    prior_bar = right["bar"]
+    assert 0.0 < prior_bar < 1.0
+
+    [label_call] = [c for c in stub.state.chat_calls() if json.loads(c["body"])["model"] == "judge-llm"]
+    body = json.loads(label_call["body"])
+    assert body["messages"][0] == {"role": "system", "content": SYSTEM_PROMPT}
+    assert json.loads(body["messages"][-1]["content"]) == {
+        "question": CANCEL[1], "cached_question": CANCEL[0], "cached_answer": stub_answer(stub, CANCEL[0]),
+        "fresh_answer": stub_answer(stub, CANCEL[1])}
+    assert label_call["headers"]["authorization"] == f"Bearer {key}"  # the caller's credential pays for it
+
+    stub.state.labels.rule = lambda *_: False  # the label model now says every cached answer is wrong
+    assert chat(gw.url, key, CANCEL[2]).headers["x-deja-cache"] == "hit-semantic"
+    wrong = wait_for(lambda: budget_row(gw.url, audited=2))
+    assert wrong is not None and (wrong["served"], wrong["wrong"], wrong["estimate"]) == (2, 1, 0.5)
+    assert wrong["upper"] == pytest.approx(0.9747, abs=1e-4)  # one-sided 95% Clopper-Pearson, 1 of 2
+    assert wrong["bar"] == pytest.approx(1 - (1 - prior_bar) / 2)  # one step up
+    evidence = httpx.get(gw.url + "/deja/budget/evidence", headers=ADMIN, timeout=10).json()
+    assert [(c["old_level"], c["new_level"], c["audited"], c["wrong"]) for c in evidence["bar_changes"]] == [
+        (0, 1, 2, 1)]
+    metrics = httpx.get(gw.url + "/metrics", timeout=10).text
+    assert 'deja_label_calls_total{outcome="labelled"} 2.0' in metrics
+    assert f'deja_budget_wrong{{api="chat",namespace="{wrong["namespace"]}"}} 1.0' in metrics
+
+
+def stub_answer(stub: StubUpstream, prompt: str) -> str:
+    return intent_answer(stub.state.answers[prompt])

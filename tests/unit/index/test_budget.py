@@ -1,0 +1,124 @@
+"""The live budget: Clopper-Pearson bounds, the tallies read from the decision log, the bar levels that follow
+them, remembered differences and the audit sampler."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from index.match.audit_sampler import AuditReason, AuditSampler, HitFacts
+from index.match.bar import raised
+from index.match.bar_book import BarBook
+from index.match.budget import BudgetTally, upper_bound
+from index.match.differences import Differences, difference
+from index.match.outcome import Reason
+from index.storage.budget import budget_tallies
+from index.storage.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
+from index.storage.entries import EntryStore, make_engine
+
+
+@pytest.mark.parametrize(("wrong", "audited", "expected"), [
+    (0, 0, 1.0), (0, 1, 0.95), (0, 149, 0.0199), (1, 10, 0.3942), (3, 3, 1.0),
+], ids=["none", "one-right", "149-right", "one-wrong-of-ten", "all-wrong"])
+def test_upper_bound_is_the_one_sided_clopper_pearson_bound(wrong: int, audited: int, expected: float) -> None:
+    assert upper_bound(wrong, audited) == pytest.approx(expected, abs=1e-4)
+
+
+def _record(log: DecisionLog, rid: str, namespace: str, verdict: str, api: str = "chat") -> None:
+    reason = Reason.HIT if verdict == "hit-semantic" else Reason.BELOW_BAR
+    log.record([DecisionRecord(rid, namespace, "m", "q", 1, "c", 0.9, 0.5, (), verdict, reason, None, 1.0, api)])
+
+
+def test_tallies_count_served_hits_and_their_audits_by_precedence(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'log.db'}")
+    EntryStore(engine).create_schema()
+    log = DecisionLog(engine)
+    for i in range(4):
+        _record(log, f"h{i}", "ns-a", "hit-semantic")
+    _record(log, "m1", "ns-a", "miss")
+    _record(log, "x1", "ns-a", "hit-semantic", api="messages")
+    log.label(Label("h0", LabelSource.AUDIT, False, 2.0))
+    log.label(Label("h1", LabelSource.AUDIT, False, 2.0))
+    log.label(Label("h1", LabelSource.HUMAN, True, 3.0))  # a human outranks the audit: right
+    log.label(Label("h2", LabelSource.SHADOW, False, 2.0))  # shadows judge unserved answers: not an audit
+    log.label(Label("m1", LabelSource.SHADOW, False, 2.0))
+    tallies = budget_tallies(engine)
+    assert tallies == [BudgetTally("ns-a", "chat", 4, 2, 1), BudgetTally("ns-a", "messages", 1, 0, 0)]
+    assert tallies[0].estimate == 0.5 and tallies[1].estimate is None
+    engine.dispose()
+
+
+def test_a_raised_bar_stays_below_one_and_an_impossible_bar_stays_impossible() -> None:
+    assert raised(0.9, 0) == 0.9
+    assert raised(0.9, 1) == pytest.approx(0.95)
+    assert raised(0.9, -1) == pytest.approx(0.8)
+    assert raised(0.9, 30) < 1.0
+    assert raised(float("inf"), 2) == float("inf")
+
+
+def test_the_bar_rises_on_new_wrong_audits_and_comes_down_after_enough_clean_ones() -> None:
+    book = BarBook(0.02, clock=lambda: 5.0, lower_after=200)
+    assert book.update([BudgetTally("ns", "chat", 100, 10, 0)]) == [] and book.level("ns") == 0  # cold: prior
+    up = book.update([BudgetTally("ns", "chat", 120, 12, 1)])
+    assert [c.new_level for c in up] == [1] and book.level("ns") == 1
+    assert "1 wrong of 12 audited" in up[0].describe()
+    assert book.update([BudgetTally("ns", "chat", 130, 13, 1)]) == []  # no new evidence: no move
+    book.update([BudgetTally("ns", "chat", 140, 14, 2)])
+    assert book.level("ns") == 2
+    down = book.update([BudgetTally("ns", "chat", 2000, 514, 2)])  # upper bound ~1.2%: under budget
+    assert [c.new_level for c in down] == [1] and book.history[-1] == down[0]
+    assert book.level("other") == 0
+
+
+def test_apis_of_one_namespace_move_one_bar() -> None:
+    book = BarBook(0.02, clock=lambda: 5.0)
+    book.update([BudgetTally("ns", "chat", 10, 2, 0), BudgetTally("ns", "messages", 10, 2, 1)])
+    assert book.levels() == {"ns": 1}
+
+
+def test_a_wrong_difference_vetoes_the_same_difference_in_another_entry() -> None:
+    assert difference("how do i pin a message", "how do i unpin a message") == frozenset({("pin", "unpin")})
+    assert difference("same words", "same words") is None
+    memory = Differences()
+    memory.remember("ns", "how do i pin a message", "how do i unpin a message", same=False)
+    found = memory.veto("ns", "can i unpin a chat", "can i pin a chat")
+    assert found is not None and found.changed == 1
+    assert memory.veto("ns", "can i pin a chat", "can i pin a group chat") is None
+    assert memory.veto("other-ns", "can i unpin a chat", "can i pin a chat") is None
+    memory.remember("ns", "pin a message", "unpin a message", same=True)  # does not undo the wrong label
+    assert memory.veto("ns", "unpin it", "pin it") is not None
+    assert [(d.a, d.b, d.same, d.changed) for d in memory.remembered()] == [("pin", "unpin", False, 2)]
+
+
+def test_a_right_difference_is_remembered_but_never_vetoes() -> None:
+    memory = Differences()
+    memory.remember("ns", "how to reset my password", "how to reset my passcode", same=True)
+    assert memory.veto("ns", "reset password", "reset passcode") is None
+    assert len(memory.remembered()) == 1
+
+
+def _facts(raised_bar: bool = False, p: float | None = None, age: float = 1e6) -> HitFacts:
+    return HitFacts(raised_bar, p, 0.9 if p is not None else None, age)
+
+
+@pytest.mark.parametrize(("facts", "u", "expected"), [
+    (_facts(), 0.005, AuditReason.BASE),
+    (_facts(), 0.05, None),
+    (_facts(raised_bar=True), 0.15, AuditReason.OVER_BUDGET),
+    (_facts(p=0.93), 0.05, AuditReason.UNCERTAIN),
+    (_facts(p=0.99), 0.05, None),
+    (_facts(age=10.0), 0.04, AuditReason.YOUNG),
+], ids=["base-share", "not-drawn", "over-budget", "uncertain", "sure", "young"])
+def test_audits_are_denser_where_they_teach_most(facts: HitFacts, u: float, expected: AuditReason | None) -> None:
+    assert AuditSampler(0.01, 100, clock=lambda: 0.0).draw(facts, u) == expected
+
+
+def test_extra_audits_stop_at_the_hourly_ceiling_and_base_ones_do_not() -> None:
+    now = [0.0]
+    sampler = AuditSampler(0.01, 2, clock=lambda: now[0])
+    over = _facts(raised_bar=True)
+    assert [sampler.draw(over, 0.1) for _ in range(3)] == [AuditReason.OVER_BUDGET] * 2 + [None]
+    assert sampler.draw(over, 0.001) is AuditReason.BASE
+    now[0] = 3600.0
+    assert sampler.draw(over, 0.1) is AuditReason.OVER_BUDGET

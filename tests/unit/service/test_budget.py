@@ -1,0 +1,142 @@
+"""The live budget through the in-process gateway: `GET /deja/budget` and its gauges, the LLM label judge
+(`DEJA_LABEL_MODEL`) speaking to the upstream, the bar that rises on wrong audits and the remembered difference
+that keeps a later near-twin from being served."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from index.storage.decision_log import LabelSource
+from service.runtime import Parts
+from support.inprocess import ADMIN_TOKEN, InProcessGateway, inprocess_gateway
+from support.waiting import wait_for
+
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
+class FixedJudge:
+    """A judge fake: every candidate scores `p` against a calibrated bar of 0.90."""
+
+    version = "judge-fixed"
+
+    def __init__(self, p: float) -> None:
+        self.p = p
+
+    def cut(self, max_false_hit_rate: float) -> float:
+        return 0.90
+
+    def probabilities(self, items: Sequence[object]) -> np.ndarray:
+        return np.full(len(items), self.p)
+
+
+def _no_label_count(gw: InProcessGateway) -> float:
+    return gw.runtime.metrics.registry.get_sample_value("deja_label_calls_total", {"outcome": "no_label"}) or 0.0
+
+
+def _labels(gw: InProcessGateway, source: LabelSource) -> list[bool]:
+    gw.runtime.flush_decisions()
+    return [item.correct for item in gw.runtime.decisions.labeled() if item.source is source]
+
+
+@pytest.mark.asyncio
+async def test_budget_needs_the_admin_token(tmp_path: Path) -> None:
+    async with inprocess_gateway(tmp_path) as gw:
+        response = await gw.client.get("/deja/budget")
+        assert response.status_code == 401 and "error" in response.json()
+
+
+@pytest.mark.asyncio
+async def test_budget_reports_served_audited_and_wrong_hits_with_their_bound(tmp_path: Path) -> None:
+    async with inprocess_gateway(tmp_path) as gw:
+        assert (await gw.client.get("/deja/budget", headers=ADMIN)).json() == {"budget": 0.02, "namespaces": []}
+        await gw.chat("how do i reset my password")
+        ids = []
+        for prompt in ("how do i reset my password please", "please how do i reset my password",
+                       "how do i reset my password thanks"):
+            hit = await gw.chat(prompt)
+            assert hit.headers["x-deja-cache"] == "hit-semantic"
+            ids.append(hit.headers["x-deja-request-id"])
+        for request_id, correct in zip(ids[:2], (True, False), strict=True):
+            feedback = await gw.client.post("/v1/deja/feedback", json={"request_id": request_id, "correct": correct},
+                                            headers={"Authorization": "Bearer sk-test"})
+            assert feedback.status_code == 200
+        report = (await gw.client.get("/deja/budget", headers=ADMIN)).json()
+        [row] = report["namespaces"]
+        assert {k: row[k] for k in ("api", "served", "audited", "wrong", "estimate")} == {
+            "api": "chat", "served": 3, "audited": 2, "wrong": 1, "estimate": 0.5}
+        assert row["upper"] == pytest.approx(0.9747, abs=1e-4)  # Clopper-Pearson, 1 of 2, one-sided 95%
+        assert set(row) == {"namespace", "api", "served", "audited", "wrong", "estimate", "upper", "bar"}
+        labels = f'api="chat",namespace="{row["namespace"]}"'
+        assert await gw.metric(f"deja_budget_served{{{labels}}}") == 3
+        assert await gw.metric(f"deja_budget_wrong{{{labels}}}") == 1
+        assert await gw.metric(f"deja_budget_upper{{{labels}}}") == pytest.approx(row["upper"])
+        # One wrong audit with the bound above the budget: the namespace's cosine threshold rose from 0.90.
+        assert row["bar"] == pytest.approx(0.95)
+        assert await gw.metric("deja_budget_max_false_hit_rate") == 0.02
+        # The wrong feedback taught its difference: the inserted "please".
+        evidence = (await gw.client.get("/deja/budget/evidence", headers=ADMIN)).json()
+        assert [(d["a"], d["b"], d["same"]) for d in evidence["differences"]] == [("", "please", False)]
+
+
+@pytest.mark.asyncio
+async def test_a_label_model_labels_audits_and_a_wrong_hit_raises_the_bar_and_teaches_its_difference(
+        tmp_path: Path) -> None:
+    async with inprocess_gateway(tmp_path, Parts(judge=FixedJudge(0.93)), decision="judge", audit_rate=1.0,
+                                 label_model="gpt-4o-mini") as gw:
+        await gw.chat("how do i pin a message")
+        hit = await gw.chat("how do i unpin a message")
+        assert hit.headers["x-deja-cache"] == "hit-semantic"
+        # The audit re-asks upstream, then the label model compares: the stub says "different" questions.
+        assert await asyncio.to_thread(wait_for, lambda: _labels(gw, LabelSource.AUDIT)) == [False]
+        [case] = gw.upstream.labels.calls
+        assert case == {"question": "how do i unpin a message", "cached_question": "how do i pin a message",
+                        "cached_answer": "answer 1 to: how do i pin a message",
+                        "fresh_answer": "answer 2 to: how do i unpin a message"}
+        assert await gw.metric('deja_label_calls_total{outcome="labelled"}') == 1
+        assert await gw.metric('deja_label_cost_usd_total{model="gpt-4o-mini"}') == pytest.approx(15 / 1000 * 0.000375)
+
+        [row] = (await gw.client.get("/deja/budget", headers=ADMIN)).json()["namespaces"]
+        assert (row["served"], row["audited"], row["wrong"], row["bar"]) == (1, 1, 1, pytest.approx(0.95))
+        # p = 0.93 cleared the prior bar of 0.90, not the raised one.
+        await gw.chat("how do i pin my notes")
+        assert (await gw.chat("how do i pin my notes on ios")).headers["x-deja-veto"] == "judge_below_bar"
+
+        gw.runtime.cache.deciders = dataclasses.replace(gw.runtime.cache.deciders, judge=FixedJudge(0.99))
+        gw.runtime.audit_sampler.rate = 0.0  # no more audits: the next label would teach another difference
+        await gw.chat("how do i pin a chat")
+        vetoed = await gw.chat("how do i unpin a chat")
+        assert (vetoed.headers["x-deja-cache"], vetoed.headers["x-deja-veto"]) == ("miss", "difference")
+        evidence = (await gw.client.get("/deja/budget/evidence", headers=ADMIN)).json()
+        assert [(d["a"], d["b"], d["same"], d["changed"]) for d in evidence["differences"]] == [
+            ("pin", "unpin", False, 1)]
+        assert [(c["old_level"], c["new_level"], c["wrong"]) for c in evidence["bar_changes"]] == [(0, 1, 1)]
+
+
+@pytest.mark.asyncio
+async def test_a_label_reply_that_is_not_a_verdict_gives_no_label(tmp_path: Path) -> None:
+    async with inprocess_gateway(tmp_path, decision="judge", audit_rate=1.0, label_model="judge-llm") as gw:
+        gw.runtime.cache.deciders = dataclasses.replace(gw.runtime.cache.deciders, judge=FixedJudge(0.99))
+        gw.upstream.labels.reply = "I think they are the same."
+        await gw.chat("how do i pin a message")
+        await gw.chat("how do i unpin a message")
+        assert await asyncio.to_thread(wait_for, lambda: gw.upstream.labels.calls)
+        assert await asyncio.to_thread(wait_for, lambda: _no_label_count(gw) == 1)
+        assert _labels(gw, LabelSource.AUDIT) == []
+
+
+@pytest.mark.asyncio
+async def test_over_the_hourly_ceiling_a_shadow_is_labelled_by_answer_comparison(tmp_path: Path) -> None:
+    async with inprocess_gateway(tmp_path, label_model="judge-llm", audit_calls_per_hour=0) as gw:
+        await gw.chat("how do i reset my password")
+        near = await gw.chat("how do i reset my password please now")
+        assert near.headers["x-deja-veto"] == "below_threshold"
+        assert await asyncio.to_thread(wait_for, lambda: _labels(gw, LabelSource.SHADOW)) == [False]
+        assert gw.upstream.labels.calls == []
+        assert gw.runtime.metrics.registry.get_sample_value(
+            "deja_label_calls_total", {"outcome": "over_ceiling"}) == 1

@@ -1,0 +1,42 @@
+"""The LLM label judge's protocol: the message it sends and the only replies it reads as a label."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from service.label_judge import SYSTEM_PROMPT, LabelCase, judge_body, parse_verdict
+
+
+def reply(content: Any) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
+
+
+@pytest.mark.parametrize(("payload", "expected"), [
+    (reply('{"same": true}'), True),
+    (reply(' {"same": false}\n'), False),
+    (reply('{"same": "yes"}'), None),
+    (reply('{"same": 1}'), None),
+    (reply("Yes, the same."), None),
+    (reply('["same"]'), None),
+    (reply(None), None),
+    ({"choices": []}, None),
+    ({"error": {"message": "rate limited"}}, None),
+    (None, None),
+], ids=["true", "false-with-spaces", "string", "number", "prose", "list", "null-content", "no-choice", "error",
+        "no-body"])
+def test_only_a_same_boolean_is_a_label(payload: Any, expected: bool | None) -> None:
+    assert parse_verdict(payload) is expected
+
+
+def test_the_last_user_message_is_one_json_object_and_the_fresh_answer_only_when_fetched() -> None:
+    case = LabelCase("ns", "how do i unpin a chat", "how do i pin a chat", served=True)
+    body = judge_body("judge-llm", case, "Tap and hold, then Pin.", None)
+    assert body["model"] == "judge-llm" and body["messages"][0] == {"role": "system", "content": SYSTEM_PROMPT}
+    assert json.loads(body["messages"][-1]["content"]) == {
+        "question": "how do i unpin a chat", "cached_question": "how do i pin a chat",
+        "cached_answer": "Tap and hold, then Pin."}
+    fresh = judge_body("judge-llm", case, "Tap and hold, then Pin.", "Tap and hold, then Unpin.")
+    assert json.loads(fresh["messages"][-1]["content"])["fresh_answer"] == "Tap and hold, then Unpin."
