@@ -21,8 +21,8 @@ from index.match.outcome import Candidate, Lookup
 from index.match.policy import DEFAULT_CANDIDATES, DEFAULT_LOG_FLOOR, MatchPolicy
 from index.records import CachedResponse, CacheEntry, Neighbor, QueryVectors, StoredEntry, Verdict
 from index.request.keys import CacheKey, LookupMode
-from index.search.hnsw import SemanticIndex
 from index.search.sharding import Shard
+from index.search.vector_index import VectorIndex
 from index.storage.entries import EntryStore, IndexedVector
 from index.storage.exact import ExactCache
 
@@ -50,7 +50,7 @@ class Cache:
         self,
         exact: ExactCache,
         store: EntryStore,
-        index: SemanticIndex,
+        index: VectorIndex,
         embedder: Embedder,
         config: CacheConfig,
         deciders: Deciders | None = None,
@@ -107,10 +107,22 @@ class Cache:
         timings["exact"] = (time.perf_counter() - started) * 1000
         if exact is not None:
             return Lookup(Verdict.EXACT_HIT, exact, similarity=1.0, timings_ms=timings, degraded=tuple(degraded))
-        if (key.mode is not LookupMode.FULL or not self.config.shard.owns(key.namespace)
-                or self.index.count(key.scope) == 0):
+        if key.mode is not LookupMode.FULL or not self.config.shard.owns(key.namespace) or self._empty(key, degraded):
             return Lookup(Verdict.MISS, timings_ms=timings, degraded=tuple(degraded))
-        return self._semantic(key, policy or self.config.policy, timings, degraded)
+        try:
+            return self._semantic(key, policy or self.config.policy, timings, degraded)
+        except StoreUnavailable as exc:  # a shared index (pgvector) that failed: a counted miss
+            log.warning("semantic index unavailable: %s", exc)
+            return Lookup(Verdict.MISS, timings_ms=timings, degraded=(*degraded, "index"))
+
+    def _empty(self, key: CacheKey, degraded: list[str]) -> bool:
+        """No entry in the request's scope (or the index cannot say): nothing to embed for."""
+        try:
+            return self.index.count(key.scope) == 0
+        except StoreUnavailable as exc:
+            log.warning("semantic index unavailable: %s", exc)
+            degraded.append("index")
+            return True
 
     def _exact(self, key: CacheKey, degraded: list[str]) -> CachedResponse | None:
         try:
@@ -256,7 +268,10 @@ class Cache:
             return None
         self._put_exact(key.exact, CachedResponse(entry_id, response, now), ttl)
         if semantic and vectors is not None and self.config.shard.owns(key.namespace):
-            self.index.add(entry_id, key.scope, vectors.index)
+            try:
+                self.index.add(entry_id, key.scope, vectors.index)
+            except StoreUnavailable as exc:  # the entry is stored; start-up backfills vectors above the index's max
+                log.warning("vector not indexed: %s", exc)
         return entry_id
 
     def _put_exact(self, exact_key: str, value: CachedResponse, ttl: float | None = None) -> None:

@@ -5,6 +5,7 @@ OpenAI-shaped HTTP errors in one place.
     ├── StoreUnavailable           SQL or Redis failed; callers degrade to a counted miss
     ├── Overloaded                 a bounded queue (embedding) is full: 503 with Retry-After
     ├── SchemaMismatch             the SQL schema is not the one this build knows
+    ├── VectorIndexUnavailable     DEJA_VECTOR_INDEX=pgvector on a database without (usable) pgvector
     ├── JudgeModelError            (index.judge.model) the judge files are missing, unreadable or of another format
     ├── HttpError                  (service.errors) the HTTP layer's errors, each with its status
     │   ├── BadRequest             the caller sent something we cannot parse or validate (400)
@@ -41,6 +42,10 @@ class Overloaded(DejaError):
 
 class SchemaMismatch(DejaError):
     pass
+
+
+class VectorIndexUnavailable(DejaError):
+    """The configured vector index cannot work on this database (no pgvector, not allowed, other dimensions)."""
 
 
 class store_errors:

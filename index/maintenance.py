@@ -50,8 +50,11 @@ class Maintainer:
         """Load the snapshot when it is valid and not ahead of SQL, then catch up past its watermark; otherwise
         rebuild from SQL. Either way the index then holds every live entry SQL has."""
         restored = None
-        if snapshot is not None:
-            restored = snapshot.load(self.cache.embedder.model_id, self.cache.index.dim, self.cache.index.params)
+        index = self.cache.index
+        # A shared index (pgvector) has no snapshot and needs no rebuild: `warm` below only backfills entries above
+        # its highest id (written while the deployment ran the in-process index).
+        if snapshot is not None and isinstance(index, SemanticIndex):
+            restored = snapshot.load(self.cache.embedder.model_id, index.dim, index.params)
         if restored is not None and not self._ahead_of_sql(restored.manifest):
             return self._catch_up(restored.index, restored.manifest)
         self._tombstone_seq = self.cache.store.last_tombstone()
@@ -84,6 +87,8 @@ class Maintainer:
 
     def save_snapshot(self, snapshot: SnapshotDir) -> Manifest:
         """Write the index and the watermark it covers (call from the thread that runs `sync`)."""
+        if not isinstance(self.cache.index, SemanticIndex):
+            raise TypeError("only the in-process HNSW index is saved to a snapshot")
         return snapshot.save(self.cache.index, self.cache.embedder.model_id, self._tombstone_seq, self.clock())
 
     def _apply_tombstones(self) -> int:
@@ -101,11 +106,8 @@ class Maintainer:
     def sync(self) -> None:
         """Catch up: add entries other replicas wrote, forget deleted ones, record the hits served since."""
         index = self.cache.index
-        self.cache.warm()
-        recent = [i for i in self.cache.store.recent_ids(self.clock() - self.RECENT_WINDOW_SECONDS) if i not in index]
-        if recent:
-            # Ids below the watermark that committed late (see RECENT_WINDOW_SECONDS).
-            self.cache.add_bulk(self.cache.store.vectors_for(recent))
+        if isinstance(index, SemanticIndex):
+            self._catch_up_index(index)
         self._apply_tombstones()
         with self._lock:
             touched, self._touched = sorted(self._touched), set()
@@ -113,6 +115,14 @@ class Maintainer:
             self.cache.store.record_hits(touched, self.clock())
         except StoreUnavailable:
             log.warning("could not record %d hits", len(touched))
+
+    def _catch_up_index(self, index: SemanticIndex) -> None:
+        """Entries other replicas wrote since the last round (a shared index has them already)."""
+        self.cache.warm()
+        recent = [i for i in self.cache.store.recent_ids(self.clock() - self.RECENT_WINDOW_SECONDS) if i not in index]
+        if recent:
+            # Ids below the watermark that committed late (see RECENT_WINDOW_SECONDS).
+            self.cache.add_bulk(self.cache.store.vectors_for(recent))
 
     def entry_count(self) -> int:
         """Entries in SQL, kept incrementally (see `Store.count_mark`); a full count only every

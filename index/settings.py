@@ -27,6 +27,8 @@ from index.match.policy import (
     default_min_similarity,
 )
 from index.request.keys import DEFAULT_MAX_DECISION_CHARS, ContextMatch
+from index.search.pgvector import PgVectorParams
+from index.search.vector_index import VectorIndexKind
 
 log = logging.getLogger("deja.settings")
 
@@ -150,6 +152,11 @@ class Settings(BaseSettings):
     shard: int = Field(0, ge=0, description="This replica's shard of the namespaces (0-based), see DEJA_SHARDS")
     shards: int = Field(
         1, ge=1, description="Shards the namespaces are spread over (jump consistent hash); 1 = no sharding")
+    vector_index: VectorIndexKind = Field(
+        VectorIndexKind.HNSW, description="Semantic index: 'hnsw' (in-process per replica) or 'pgvector' (shared, "
+        "in the PostgreSQL of DEJA_DATABASE_URL: replicas hold no index and see each other's entries at once)")
+    pgvector_ef_search: int = Field(
+        PgVectorParams.ef_search, ge=1, le=1000, description="pgvector: hnsw.ef_search of each graph search")
     snapshot_interval_seconds: float = Field(
         600.0, ge=0, description="How often the HNSW index is saved to data_dir/snapshot (also at shutdown); 0 = never")
     log_level: str = Field("info", description="Log level")
@@ -174,6 +181,13 @@ class Settings(BaseSettings):
     def _shard_in_range(self) -> Settings:
         if self.shard >= self.shards:
             raise ValueError(f"DEJA_SHARD={self.shard} must be below DEJA_SHARDS={self.shards}")
+        return self
+
+    @model_validator(mode="after")
+    def _pgvector_needs_postgres(self) -> Settings:
+        if self.vector_index is VectorIndexKind.PGVECTOR and not (self.database_url or "").startswith("postgresql"):
+            raise ValueError("DEJA_VECTOR_INDEX=pgvector needs DEJA_DATABASE_URL to name a PostgreSQL database "
+                             "with the pgvector extension")
         return self
 
     @model_validator(mode="after")

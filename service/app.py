@@ -58,7 +58,7 @@ def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
         runtime: Runtime | None = getattr(request.app.state, "runtime", None)
         if runtime is None or not runtime.ready.is_set():
             return JSONResponse({"status": "loading"}, status_code=503)
-        return JSONResponse({"status": "ready", "indexed": len(runtime.index)})
+        return JSONResponse({"status": "ready", "indexed": runtime.indexed()})
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_admin)])
     async def openapi() -> JSONResponse:

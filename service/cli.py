@@ -25,17 +25,21 @@ def _check_schema(settings: Settings) -> None:
     reached is not fatal: the gateway starts degraded and serves from upstream."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from index.errors import SchemaMismatch
+    from index.errors import SchemaMismatch, StoreUnavailable, VectorIndexUnavailable
+    from index.search.pgvector import check
+    from index.search.vector_index import VectorIndexKind
     from index.storage.entries import make_engine
     from index.storage.migrate import ensure_schema
 
     engine = make_engine(settings.sql_url)
     try:
         ensure_schema(engine)
-    except SchemaMismatch as exc:
+        if settings.vector_index is VectorIndexKind.PGVECTOR:
+            check(engine)  # the dimensions are checked once the embedder is loaded
+    except (SchemaMismatch, VectorIndexUnavailable) as exc:
         typer.echo(f"deja: {exc}", err=True)
         raise typer.Exit(1) from None
-    except SQLAlchemyError as exc:
+    except (SQLAlchemyError, StoreUnavailable) as exc:
         typer.echo(f"deja: database unreachable, starting degraded: {type(exc).__name__}", err=True)
     finally:
         engine.dispose()

@@ -9,7 +9,7 @@ from starlette.concurrency import run_in_threadpool
 
 from index.forgetting import Forgetting
 from index.maintenance import Maintainer
-from index.search.hnsw import SemanticIndex
+from index.search.vector_index import VectorIndex
 from index.settings import Settings
 from index.storage.decision_log import DecisionLog
 from index.storage.entries import EntryStore
@@ -55,7 +55,7 @@ async def _entries(rt: RuntimeDep) -> EntryStore:
     return rt.store
 
 
-async def _index(rt: RuntimeDep) -> SemanticIndex:
+async def _index(rt: RuntimeDep) -> VectorIndex:
     return rt.index
 
 
@@ -77,7 +77,7 @@ GatewayDep = Annotated[Gateway, Depends(_gateway)]
 SettingsDep = Annotated[Settings, Depends(_settings)]
 DecisionLogDep = Annotated[DecisionLog, Depends(_decisions)]
 EntryStoreDep = Annotated[EntryStore, Depends(_entries)]
-IndexDep = Annotated[SemanticIndex, Depends(_index)]
+IndexDep = Annotated[VectorIndex, Depends(_index)]
 MaintainerDep = Annotated[Maintainer, Depends(_maintainer)]
 ForgettingDep = Annotated[Forgetting, Depends(_forgetting)]
 MetricsDep = Annotated[Metrics, Depends(_metrics)]

@@ -35,8 +35,11 @@ from index.match.explore import Exploration
 from index.match.judged import PairJudge
 from index.match.policy import MatchPolicy
 from index.search.hnsw import SemanticIndex
+from index.search.pgvector import PgVectorIndex, PgVectorParams
+from index.search.pgvector import check as check_pgvector
 from index.search.sharding import Shard
 from index.search.snapshot import SnapshotDir
+from index.search.vector_index import VectorIndex, VectorIndexKind
 from index.storage.decision_log import DecisionLog, DecisionRecord
 from index.storage.entries import EntryStore, display_url, make_engine
 from index.storage.exact import ExactCache, LruExactCache, RedisExactCache
@@ -90,6 +93,13 @@ def build_embedder(settings: Settings, model: Embedder | None = None) -> Batchin
                             max_wait_seconds=settings.embed_max_wait_ms / 1000,
                             max_queued_texts=settings.embed_queue_texts)
     return BatchingEmbedder(model, config)
+
+
+def build_index(settings: Settings, engine: Engine, embedder: Embedder) -> VectorIndex:
+    """The in-process HNSW graph (filled at start-up), or the shared pgvector table of the entry database."""
+    if settings.vector_index is VectorIndexKind.PGVECTOR:
+        return PgVectorIndex(engine, embedder.dim, embedder.model_id, PgVectorParams(settings.pgvector_ef_search))
+    return SemanticIndex(embedder.dim)
 
 
 def build_exact(settings: Settings) -> ExactCache:
@@ -154,8 +164,10 @@ class Runtime:
         self.audit_draw = parts.audit_draw
         deciders = Deciders(self.stages, None, judge, Exploration(settings.explore_rate),
                             parts.draw)
-        self.cache = Cache(parts.exact or build_exact(settings), self.store, SemanticIndex(self.embedder.dim),
-                           self.embedder, config, deciders, clock=self.clock)
+        self.cache = Cache(parts.exact or build_exact(settings), self.store,
+                           build_index(settings, self.engine, self.embedder), self.embedder, config, deciders,
+                           clock=self.clock)
+        self._indexed = 0
         self.maintainer = Maintainer(self.cache, settings.max_entries, clock=self.clock,
                                      recount_seconds=settings.recount_interval_seconds)
         self.decisions = DecisionLog(self.engine)
@@ -193,15 +205,22 @@ class Runtime:
         return self.anthropic_upstream if name is UpstreamName.ANTHROPIC else self.upstream
 
     @property
-    def index(self) -> SemanticIndex:
+    def index(self) -> VectorIndex:
         """The live index (start-up may replace the empty one with a loaded snapshot)."""
         return self.cache.index
+
+    def indexed(self) -> int:
+        """Entries in the index: counted now in process, as of the last upkeep round for a shared index (the
+        event loop asks, and must not wait on SQL)."""
+        return len(self.index) if isinstance(self.index, SemanticIndex) else self._indexed
 
     def start(self) -> None:
         """Create the schema, then load the index in the background: `ready` is set once it is loaded (or the
         store turned out to be unreachable: the gateway then serves degraded, from upstream, and retries)."""
         try:
             self.store.create_schema()
+            if isinstance(self.index, PgVectorIndex):
+                check_pgvector(self.engine, self.index.dim)  # VectorIndexUnavailable stops start-up with its reason
         except StoreUnavailable as exc:
             log.error("entry store unavailable at start-up, serving degraded: %s", exc)
         self._task = asyncio.get_running_loop().create_task(self._loop())
@@ -211,8 +230,10 @@ class Runtime:
         try:
             report = self.maintainer.start(self.snapshot if self.settings.snapshot_interval_seconds else None)
             self._started = True
-            log.info("index ready: %d entries (%s, %d caught up from SQL)", len(self.index),
-                     "from snapshot" if report.from_snapshot else "rebuilt from SQL", report.added)
+            self._indexed = len(self.index)
+            how = ("pgvector, shared" if not isinstance(self.index, SemanticIndex) else
+                   "from snapshot" if report.from_snapshot else "rebuilt from SQL")
+            log.info("index ready: %d entries (%s, %d caught up from SQL)", self._indexed, how, report.added)
         except StoreUnavailable as exc:
             log.error("entry store unavailable at start-up, serving degraded: %s", exc)
         finally:
@@ -220,7 +241,8 @@ class Runtime:
 
     def save_snapshot(self) -> None:
         """Save the index beside its SQL watermark (periodically in `tick`, and at shutdown)."""
-        if not self._started or not self.settings.snapshot_interval_seconds:
+        if (not self._started or not self.settings.snapshot_interval_seconds
+                or not isinstance(self.index, SemanticIndex)):
             return
         try:
             manifest = self.maintainer.save_snapshot(self.snapshot)
@@ -263,7 +285,9 @@ class Runtime:
                 self.cache.histories = self.decisions.entry_histories()
         self.sync_judge()
         self.thresholds.by_namespace = self.decisions.thresholds()
-        self.metrics.indexed.set(len(self.index))
+        if evict or isinstance(self.index, SemanticIndex):  # a shared index is counted in SQL: not every round
+            self._indexed = len(self.index)
+        self.metrics.indexed.set(self._indexed)
         interval = self.settings.snapshot_interval_seconds
         if interval and time.monotonic() - self._last_snapshot >= interval:
             self.save_snapshot()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from scipy.stats import beta
+from scipy.special import betaincinv  # beta.ppf without importing scipy.stats (1.3 s of start-up)
 
 CONFIDENCE = 0.95
 
@@ -22,7 +22,7 @@ def upper_bound(wrong: int, audited: int, confidence: float = CONFIDENCE) -> flo
     """One-sided Clopper-Pearson upper bound on the wrong rate after `wrong` of `audited` (1.0 with no audit)."""
     if audited <= 0 or wrong >= audited:
         return 1.0
-    return float(beta.ppf(confidence, wrong + 1, audited - wrong))
+    return float(betaincinv(wrong + 1, audited - wrong, confidence))  # = scipy.stats.beta.ppf
 
 
 @dataclass(frozen=True)

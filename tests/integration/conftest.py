@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from support.pgvector_server import PgVectorServer
 from support.services import GatewayProcess, PgDatabase
 from support.stub_upstream import StubUpstream
 
@@ -75,3 +76,11 @@ def api_key() -> str:
 @pytest.fixture(autouse=True)
 def _reset_stub(stub: StubUpstream) -> None:
     stub.reset()
+
+
+@pytest.fixture(scope="session")
+def pgvector_server() -> Iterator[PgVectorServer]:
+    """PostgreSQL 16 + pgvector (PyPI `pgserver`) for the session; see support/pgvector_server.py."""
+    server = PgVectorServer().start()
+    yield server
+    server.stop()

@@ -1,0 +1,32 @@
+"""The pgvector semantic tier: the `vector` extension, `deja_vectors` (one vector per entry, deleted with it) and
+its HNSW index, where the database allows them; elsewhere one log line says why (the in-process index needs none).
+
+Revision ID: 0007
+Revises: 0006
+"""
+
+import logging
+
+from alembic import op
+
+from index.search.pgvector import install
+
+revision = "0007"
+down_revision = "0006"
+branch_labels = None
+depends_on = None
+
+log = logging.getLogger("deja.migrations")
+
+
+def upgrade() -> None:
+    bind = op.get_bind()
+    reason = install(bind)
+    if reason is not None and bind.dialect.name != "postgresql":
+        log.info("pgvector semantic tier not installed: %s", reason)
+    elif reason is not None:
+        log.warning("pgvector semantic tier not installed (DEJA_VECTOR_INDEX=pgvector unavailable): %s", reason)
+
+
+def downgrade() -> None:
+    op.execute("DROP TABLE IF EXISTS deja_vectors")
