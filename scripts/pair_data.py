@@ -80,20 +80,18 @@ def _family(rec: dict[str, object]) -> str:
     return str(rec.get("family") or min(str(rec["id"]), str(rec.get("twin_of") or rec["id"])))
 
 
-def intent_pairs(inputs: tv.Inputs, rng: random.Random) -> tuple[list[Example], list[str]]:
+def intent_pairs(inputs: tv.Inputs, rng: random.Random) -> list[Example]:
     """Wordings of one dev intent (same) and of an intent against its near twin (different: worded apart)."""
     rows: list[Example] = []
-    questions: list[str] = []
     for trace, intents in (("stream.jsonl", "intents.json"), ("trace2.jsonl", "trace2-intents.json")):
         dev = {json.loads(x)["intent"] for x in inputs.read_text(DATASETS / trace).splitlines()
                if x.strip() and json.loads(x)["part"] == "dev"}
         records = {r["id"]: r for r in json.loads(inputs.read_text(DATASETS / intents)) if r["id"] in dev}
-        for rid, rec in sorted(records.items()):
+        for _, rec in sorted(records.items()):
             group = f"trace:{_family(rec)}"
             if judge_split(group) != "train":
                 continue
             words = list(dict.fromkeys(rec["wordings"]))
-            questions += words
             for i, a in enumerate(words):
                 for b in words[i + 1:]:
                     rows.append(Example(a, b, 1, "intents", "paraphrase", group))
@@ -102,7 +100,7 @@ def intent_pairs(inputs: tv.Inputs, rng: random.Random) -> tuple[list[Example], 
                 for a in words:
                     for b in rng.sample(twin["wordings"], min(2, len(twin["wordings"]))):
                         rows.append(Example(a, b, 0, "intents", "twin", group))
-    return rows, questions
+    return rows
 
 
 # --------------------------------------------------------------------------- word lists
@@ -215,8 +213,9 @@ def load_words(inputs: tv.Inputs) -> Words:
 
 # --------------------------------------------------------------------------- edits
 _TOKEN = tv._TOKEN
-STOP = frozenset("a an the to of for in on at by with from and or my your our is are do does did can could how "
-                 "what why when where which who i you we it this that be should would will me please".split())
+_STOP_WORDS = ("a an the to of for in on at by with from and or my your our is are do does did can could how "
+               "what why when where which who i you we it this that be should would will me please")
+STOP = frozenset(_STOP_WORDS.split())
 FUNCTION_SWAPS = (("How do I", "How can I"), ("How do I", "How would I"), ("How do you", "How does one"),
                   ("What is", "What's"), ("What are", "What're"), ("Can you", "Could you"),
                   ("How can I", "What's the way to"), ("Is it possible to", "Can I"), ("Tell me", "Explain"),
@@ -420,7 +419,7 @@ def build(plan: Plan) -> PairData:
     inputs = tv.Inputs()
     words = load_words(inputs)
     dev = our_dev_pairs(inputs)
-    intents, intent_questions = intent_pairs(inputs, rng)
+    intents = intent_pairs(inputs, rng)
     public = public_pairs(inputs, rng, plan)
     questions = {ex.a: ex.group for ex in dev} | {ex.b: ex.group for ex in dev}
     questions |= {ex.a: ex.group for ex in intents} | {ex.b: ex.group for ex in intents}
