@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import p, timed_ms
-from index.embedder import MiniLMEmbedder, OnnxMiniLMEmbedder
+from index.embedding.embedder import MiniLMEmbedder, OnnxMiniLMEmbedder
 
 DATASETS = Path(__file__).resolve().parents[1] / "datasets"
 

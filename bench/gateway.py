@@ -15,15 +15,17 @@ import httpx
 
 from bench.common import table, timed_ms
 from index.cache import Cache, CacheConfig
-from index.context_memo import ContextMemo
-from index.embedder import MiniLMEmbedder
-from index.exact import LruExactCache
-from index.guards import rule_stages
-from index.hnsw import SemanticIndex
-from index.keys import build_key
-from index.policy import MatchPolicy
+from index.embedding.embedder import MiniLMEmbedder
+from index.embedding.memo import ContextMemo
+from index.guards.registry import build_stages
+from index.guards.stages import STAGE_ORDER
+from index.match.decide import Deciders
+from index.match.policy import MatchPolicy
 from index.records import QueryVectors
-from index.store import EntryStore, make_engine
+from index.request.keys import build_key
+from index.search.hnsw import SemanticIndex
+from index.storage.entries import EntryStore, make_engine
+from index.storage.exact import LruExactCache
 from support.services import GatewayProcess
 from support.stub_upstream import StubUpstream
 
@@ -45,7 +47,7 @@ def in_process(tmp: Path, embedder: MiniLMEmbedder, repeat: int) -> list[tuple[s
     store = EntryStore(make_engine(f"sqlite:///{tmp / 'bench.db'}"))
     store.create_schema()
     cache = Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder,
-                  CacheConfig(MatchPolicy(0.8)), rule_stages(True, True))
+                  CacheConfig(MatchPolicy(0.8)), Deciders(build_stages(STAGE_ORDER)))
     answer = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "x"}, "finish_reason": "stop"}]}
     # A realistic index: a few thousand other entries in the same context.
     fillers = [f"Question number {i} about topic {i % 97} and item {i % 13}" for i in range(3000)]

@@ -21,13 +21,13 @@ from typing import Any
 
 from bench.common import p, qqp_rows, timed_ms
 from index.cache import Cache, CacheConfig
-from index.embedder import Embedder, MiniLMEmbedder, OnnxMiniLMEmbedder, Vector
-from index.exact import LruExactCache
-from index.hnsw import SemanticIndex
-from index.keys import build_key
-from index.policy import MatchPolicy
+from index.embedding.embedder import Embedder, MiniLMEmbedder, OnnxMiniLMEmbedder, Vector
+from index.match.policy import MatchPolicy
 from index.records import QueryVectors, Verdict
-from index.store import EntryStore, make_engine
+from index.request.keys import build_key
+from index.search.hnsw import SemanticIndex
+from index.storage.entries import EntryStore, make_engine
+from index.storage.exact import LruExactCache
 
 ANSWER = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "cached"}, "finish_reason": "stop"}]}
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from bench.common import p
-from index.embedder import MiniLMEmbedder
+from index.embedding.embedder import MiniLMEmbedder
 from index.guards import PolarityStage, ValueStage
 from index.guards.text import CACHE_SIZE
 

@@ -15,9 +15,9 @@ import statistics
 import time
 
 from bench.common import table
-from index.embedder import MiniLMEmbedder
-from index.judge import JudgeInput, load_judge
-from index.judge_features import feature_matrix
+from index.embedding.embedder import MiniLMEmbedder
+from index.judge.features import feature_matrix
+from index.judge.model import JudgeInput, load_judge
 
 # Written for this benchmark: short and long prompts, like the ones the cache compares.
 QUERIES = (

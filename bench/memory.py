@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 import redis
 
-from index.exact import RedisExactCache
-from index.hnsw import HnswParams, SemanticIndex
 from index.records import CachedResponse, CacheEntry
-from index.store import EntryStore, make_engine
+from index.search.hnsw import HnswParams, SemanticIndex
+from index.storage.entries import EntryStore, make_engine
+from index.storage.exact import RedisExactCache
 
 DIM = 384
 MB = 1024 * 1024

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import p, qqp_rows
-from index.embedder import Vector, make_embedder
-from index.hnsw import HnswParams, SemanticIndex
+from index.embedding.embedder import Vector, make_embedder
+from index.search.hnsw import HnswParams, SemanticIndex
 from index.settings import Settings
 
 EFS = (10, 16, 24, 32, 48, 64, 96, 128, 256)

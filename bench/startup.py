@@ -24,9 +24,9 @@ import numpy as np
 import psutil
 from sqlalchemy import insert
 
-from index.embedder import BUNDLED_MODEL_ID, OnnxMiniLMEmbedder
-from index.schema import entries
-from index.store import EntryStore, make_engine
+from index.embedding.embedder import BUNDLED_MODEL_ID, OnnxMiniLMEmbedder
+from index.storage.entries import EntryStore, make_engine
+from index.storage.schema import entries
 from support.services import REPO, free_port
 
 DIM = 384

@@ -23,12 +23,14 @@ from rich.table import Table
 from eval.datasets import DatasetError, DatasetFormat, StreamRequest, load_clusters, load_pairs, load_stream
 from eval.embedding import EmbedderName, make_embedder
 from eval.thresholds import parse_thresholds
-from index.embedder import Embedder
-from index.errors import StageUnavailable, StoreUnavailable
-from index.judge import Judge
-from index.policy import DecisionMode, MatchPolicy, build_policy
+from index.embedding.embedder import Embedder
+from index.errors import StoreUnavailable
+from index.guards.registry import build_stages
+from index.guards.stages import Stage, parse_stage_names
+from index.judge.model import Judge
+from index.match.policy import DEFAULT_MAX_FALSE_HIT_RATE, DecisionMode, MatchPolicy
 from index.settings import Settings
-from index.stages import Stage, build_stages, parse_stage_names
+from index.storage.entries import display_url
 
 if TYPE_CHECKING:
     from eval.learn import LearnConfig, LearnReport
@@ -105,16 +107,13 @@ def _policy(settings: Settings, spec: str | None, decision: DecisionMode | None 
     and those stages built."""
     if decision is not None and decision is not settings.decision:
         settings = settings.model_copy(update={"decision": decision})
-    policy = build_policy(settings)
+    policy = settings.policy()
     if spec is not None:
         try:
             policy = dataclasses.replace(policy, stages=parse_stage_names(spec))
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--stages") from None
-    try:
-        return policy, build_stages(policy)
-    except StageUnavailable as exc:
-        _fail(str(exc))
+    return policy, build_stages(policy.stages)
 
 
 @contextmanager
@@ -168,8 +167,9 @@ def sweep(
     ] = None,
     confidence: Annotated[float, typer.Option(help="Confidence of the Wilson bound.")] = 0.95,
     as_json: JsonOption = False,
-    out: Annotated[Path | None, typer.Option(file_okay=False, help="Write CSV, JSON, PNG and HTML here.")] = (
-        None),
+    out: Annotated[Path | None, typer.Option(
+        file_okay=False, help="Write CSV, JSON, PNG and HTML here (default: reports/sweep-<dataset> or "
+        "reports/traffic).")] = None,
     embedder: EmbedderOption = EmbedderName.MINILM,
     database_url: Annotated[str | None, typer.Option(
         help="--traffic: the gateway's SQLAlchemy URL. Default: DEJA_DATABASE_URL, else the SQLite file in "
@@ -197,16 +197,21 @@ def sweep(
     _check_api(traffic, apply, api)
     overrides = {k: v for k, v in (("database_url", database_url), ("data_dir", data_dir)) if v is not None}
     settings = _settings(**overrides)
-    # The decision log is swept over thresholds (`eval fit --traffic` refits the judge on it).
-    policy, chosen = _policy(settings, stages, DecisionMode.THRESHOLD if traffic and decision is None else decision)
-    output = _Output(as_json, out)
+    if apply and (decision or settings.decision) is DecisionMode.JUDGE:
+        raise typer.BadParameter(
+            "in judge mode the gateway serves by the judge's bar, not by a cosine threshold: `eval fit --traffic "
+            "--apply` refits and applies the judge from the same labels (or sweep with --decision threshold)",
+            param_hint="--apply")
+    judge_policy, chosen = _policy(settings, stages, decision)
+    # A range of thresholds (or the decision log) is swept under the cosine rule whatever the mode; the judge's
+    # own points are its budgets, shown beside a dataset's threshold sweep in judge mode.
+    ranged = threshold != DEFAULT_SWEEP_THRESHOLDS and len(thresholds) > 1
+    policy = judge_policy
+    if judge_policy.judged and (ranged or traffic):
+        policy = dataclasses.replace(judge_policy, decision=DecisionMode.THRESHOLD)
+    output = _Output(as_json, out or Path("reports") / (f"sweep-{dataset.stem}" if dataset else "traffic"))
     if policy.judged:
-        if dataset is None:
-            raise typer.BadParameter("the judge sweep needs --dataset (eval sweep --traffic sweeps thresholds)",
-                                     param_hint="--decision")
-        if threshold != DEFAULT_SWEEP_THRESHOLDS and len(thresholds) > 1:
-            raise typer.BadParameter("the judge sweeps budgets; give one candidate floor (or --decision threshold)",
-                                     param_hint="--threshold")
+        assert dataset is not None
         floor = policy if threshold == DEFAULT_SWEEP_THRESHOLDS else policy.at(thresholds[0])
         _sweep_judge(dataset, fmt, embedder, floor, _budgets(budgets, floor), output, confidence,
                      _load_judge(settings), chosen)
@@ -214,6 +219,10 @@ def sweep(
     config = SweepConfig(thresholds, _stage_sets(chosen, compare), max_false_hit_rate, confidence, policy)
     if dataset is not None:
         _sweep_dataset(dataset, fmt, embedder, config, output)
+        if judge_policy.judged and not as_json:
+            typer.echo("\nThe gateway decides by the judge (DEJA_DECISION=judge); its points, one per budget:")
+            _sweep_judge(dataset, fmt, embedder, judge_policy, _budgets(budgets, judge_policy),
+                         _Output(False, None), confidence, _load_judge(settings), chosen)
         return
     _sweep_traffic(_TrafficSource(settings.sql_url, namespace, apply, api), config, output)
 
@@ -289,7 +298,7 @@ def _scored_pairs(
 
 
 def _load_judge(settings: Settings) -> Judge:
-    from index.judge import JudgeModelError, load_judge
+    from index.judge.model import JudgeModelError, load_judge
 
     try:
         return load_judge(settings.judge_model)
@@ -323,7 +332,7 @@ def _sweep_judge(dataset: Path, fmt: DatasetFormat, embedder: EmbedderName, poli
 
 
 def _sweep_traffic(source: _TrafficSource, config: SweepConfig, output: _Output) -> None:
-    from eval.traffic import ALL_NAMESPACES, apply_choices, decision_log, display_url, to_json, traffic_report
+    from eval.traffic import ALL_NAMESPACES, apply_choices, decision_log, to_json, traffic_report
 
     try:
         with decision_log(source.url) as log:
@@ -436,11 +445,11 @@ def replay(
     settings = _settings()
     if learn is not None:
         _check_fraction(learn, "--learn")
-        first = _budgets(budget, build_policy(settings))[0]
+        first = _budgets(budget, settings.policy())[0]
         _print_learn(name, requests, make_embedder(embedder), _learn_config(learn, first, seed), as_json)
         return
     if decision is ReplayDecision.VCACHE:
-        deltas = _budgets(budget, build_policy(settings))
+        deltas = _budgets(budget, settings.policy())
         model = make_embedder(embedder)
         with _progress("embedding", len(unique_texts(r.prompt for r in requests))) as advance:
             memo = MemoEmbedder(model, embed_unique(model, (r.prompt for r in requests), progress=advance))
@@ -475,7 +484,7 @@ def _budgets(spec: str | None, policy: MatchPolicy) -> tuple[float, ...]:
 
 def _learn_config(fraction: float, budget: float, seed: int) -> LearnConfig:
     from eval.learn import LearnConfig
-    from index.explore import Exploration
+    from index.match.explore import Exploration
 
     settings = _settings()
     return LearnConfig(fraction, budget, Exploration(settings.explore_rate), settings.audit_rate,
@@ -487,7 +496,7 @@ def _print_learn(name: str, requests: Sequence[StreamRequest], model: Embedder, 
     from eval.embedding import MemoEmbedder, embed_unique, unique_texts
     from eval.learn import run_learn
     from eval.tables import learn_table
-    from index.judge import JudgeModelError, load_judge
+    from index.judge.model import JudgeModelError, load_judge
 
     try:
         prior = load_judge()
@@ -551,7 +560,8 @@ def fit(
     rollback: Annotated[bool, typer.Option(
         "--rollback", help="Retire the judge in force and restore the one applied before it (or the shipped "
         "prior).")] = False,
-    budget: Annotated[float, typer.Option(help="False-hit budget the judges are compared at.")] = 0.02,
+    budget: Annotated[float, typer.Option(help="False-hit budget the judges are compared at.")] = (
+        DEFAULT_MAX_FALSE_HIT_RATE),
     seed: Annotated[int, typer.Option(help="Seed of the refit's held-out split and trees.")] = 0,
     as_json: JsonOption = False,
 ) -> None:
@@ -570,8 +580,8 @@ def fit(
 
 
 def _rollback(url: str) -> None:
-    from eval.traffic import decision_log, display_url
-    from index.judge_store import JudgeStore
+    from eval.traffic import decision_log
+    from index.storage.judge_models import JudgeStore
 
     try:
         with decision_log(url) as log:
@@ -588,9 +598,9 @@ def _fit_traffic(url: str, namespace: str | None, apply: bool, budget: float, se
 
     from eval.fit import FitError, fit_traffic
     from eval.report import to_json
-    from eval.traffic import decision_log, display_url
-    from index.judge import JudgeModelError, load_judge
-    from index.judge_store import JudgeStore
+    from eval.traffic import decision_log
+    from index.judge.model import JudgeModelError, load_judge
+    from index.storage.judge_models import JudgeStore
 
     try:
         with decision_log(url) as log:

@@ -7,7 +7,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from index.embedder import Embedder, Vector
+from index.embedding.embedder import Embedder, Vector
 
 # Called with the number of texts just embedded (drives a progress bar; never required).
 Progress = Callable[[int], None]
@@ -66,7 +66,7 @@ class EmbedderName(StrEnum):
 
 
 def make_embedder(name: EmbedderName) -> Embedder:
-    from index.embedder import HashEmbedder, MiniLMEmbedder, OnnxMiniLMEmbedder
+    from index.embedding.embedder import HashEmbedder, MiniLMEmbedder, OnnxMiniLMEmbedder
 
     if name is EmbedderName.HASH:
         return HashEmbedder(dim=256)

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from eval.refit import refit_judge
-from index.decision_log import LabeledDecision
-from index.judge import NEVER, Judge
-from index.judge_features import JudgeInput
+from index.judge.features import JudgeInput
+from index.judge.model import NEVER, Judge
+from index.storage.decision_log import LabeledDecision
 
 VALIDATION_SHARE = 0.3
 MIN_LABELS = 20

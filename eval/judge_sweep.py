@@ -1,21 +1,20 @@
 """Budget sweep of the judge over labelled pairs: each pair is one candidate (a cached, b arrives), decided by
-the gateway's own judge rule (`index.judge_rule.judge`) at each false-hit budget. Points carry the budget
+the gateway's own judge rule (`index.match.judged.judge`) at each false-hit budget. Points carry the budget
 where a threshold sweep carries the threshold, so both print and export alike."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from eval.sweep import ScoredPair, Sweep, SweepPoint, _summarize, _Tally
-from index.conversation import context_stages
-from index.judge import Judge
-from index.judge_features import JudgeInput, feature_matrix
-from index.judge_rule import JUDGE_STAGE, JudgedCandidate, JudgeSetup, judge
-from index.policy import MatchPolicy
-from index.rule import Candidate, decide
-from index.stages import MemoStage, Stage
+from index.guards.registry import context_stages
+from index.guards.stages import MemoStage, Stage
+from index.judge.features import JudgeInput, feature_matrix
+from index.judge.model import Judge
+from index.match.decide import Deciders, decide
+from index.match.outcome import JUDGE_STAGE, Candidate
+from index.match.policy import MatchPolicy
 
 
 def _comparable(item: ScoredPair, floor: float) -> bool:
@@ -26,47 +25,32 @@ def run_judge_sweep(
     scored: Sequence[ScoredPair], model: Judge, budgets: Sequence[float], policy: MatchPolicy,
     confidence: float = 0.95, stages: Sequence[Stage] = (),
 ) -> Sweep:
-    """One point per budget (ascending). Pairs below the policy's candidate floor are misses, as in the gateway;
-    conversation pairs go through the conversation rule (`MatchPolicy.for_request`) with `stages`."""
+    """One point per budget (ascending), each pair decided by `index.match.decide` as the gateway decides it.
+    Pairs below the policy's candidate floor are misses, as in the gateway; conversation pairs go through the
+    conversation rule (`MatchPolicy.for_request`) with `stages`."""
     same = sum(1 for item in scored if item.pair.same_answer)
-    rule = _ConversationRule(policy.for_request(conversation=True), tuple(MemoStage(s) for s in stages),
-                             tuple(MemoStage(s) for s in context_stages(stages)))
-    points = tuple(_point(scored, model, policy.with_budget(b), confidence, rule) for b in sorted(set(budgets)))
+    memo = tuple(MemoStage(s) for s in stages)
+    deciders = Deciders(memo, tuple(MemoStage(s) for s in context_stages(memo)), model)
+    points = tuple(_point(scored, policy.with_budget(b), confidence, deciders) for b in sorted(set(budgets)))
     return Sweep(stages=(JUDGE_STAGE,), same_pairs=same, must_not_pairs=len(scored) - same,
                  stage_checks=sum(1 for item in scored if _comparable(item, policy.min_similarity)), points=points)
 
 
-@dataclass(frozen=True)
-class _ConversationRule:
-    policy: MatchPolicy
-    stages: tuple[Stage, ...]
-    context_stages: tuple[Stage, ...]
-
-    def hit(self, index: int, item: ScoredPair) -> bool:
-        assert item.similarity is not None
-        pair = item.pair
-        candidate = Candidate(index, pair.a.prompt, item.similarity, item.context_a, item.context_similarity)
-        return decide(pair.b.prompt, candidate, self.policy, self.stages, item.context_b, self.context_stages).hit
-
-
-def _point(scored: Sequence[ScoredPair], model: Judge, policy: MatchPolicy, confidence: float,
-           conversation: _ConversationRule) -> SweepPoint:
+def _point(scored: Sequence[ScoredPair], policy: MatchPolicy, confidence: float, deciders: Deciders) -> SweepPoint:
     tally = _Tally(Counter(), Counter(), Counter())
-    setup = JudgeSetup(model, policy.max_false_hit_rate, 1)
     for index, item in enumerate(scored):
         pair = item.pair
         tally.totals[pair.kind, pair.same_answer] += 1
-        if item.context_b is not None and item.similarity is not None and item.veto is None:
-            if conversation.hit(index, item):
-                tally.served[pair.kind, pair.same_answer] += 1
+        conversation = item.context_b is not None
+        if item.similarity is None or item.veto is not None:
             continue
-        if not _comparable(item, policy.min_similarity):
+        if not conversation and item.similarity < policy.min_similarity:
             continue
-        assert item.similarity is not None
-        candidate = JudgedCandidate(index, pair.a.prompt, item.similarity, item.context_a, item.context_similarity)
-        if judge(pair.b.prompt, [candidate], setup, item.context_b).hit:
+        candidate = Candidate(index, pair.a.prompt, item.similarity, item.context_a, item.context_similarity)
+        decision = decide(pair.b.prompt, [candidate], policy, deciders, item.context_b)
+        if decision.hit:
             tally.served[pair.kind, pair.same_answer] += 1
-        else:
+        elif not conversation:
             tally.vetoed[JUDGE_STAGE, pair.kind, pair.same_answer] += 1
     return _summarize(policy.max_false_hit_rate, tally, [JUDGE_STAGE], confidence)
 

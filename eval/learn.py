@@ -21,11 +21,22 @@ from eval.datasets import StreamRequest
 from eval.metrics import Tally, rate
 from eval.refit import refit_judge
 from eval.replay import Upstream, answer_text, stub_upstream
-from index.embedder import Embedder
-from index.explore import Exploration
-from index.judge import Judge
-from index.judge_features import EntryHistory, JudgeInput
-from index.judge_rule import JudgedCandidate, Judgement, JudgeSetup, judge, margins
+from index.embedding.embedder import Embedder
+from index.judge.features import EntryHistory, JudgeInput
+from index.judge.model import Judge
+from index.match.decide import Deciders, decide
+from index.match.explore import Exploration
+from index.match.judged import margins
+from index.match.outcome import Candidate, Reason
+from index.match.policy import (
+    DEFAULT_AUDIT_RATE,
+    DEFAULT_JUDGE_CANDIDATES,
+    DEFAULT_JUDGE_MIN_SIMILARITY,
+    DEFAULT_LOG_FLOOR,
+    DEFAULT_MAX_FALSE_HIT_RATE,
+    DecisionMode,
+    MatchPolicy,
+)
 
 Floats = npt.NDArray[np.float32]
 
@@ -35,13 +46,13 @@ class LearnConfig:
     """The deployment simulated: budget, labelling rates as configured on a gateway, K and candidate floor."""
 
     fraction: float
-    max_false_hit_rate: float = 0.02
+    max_false_hit_rate: float = DEFAULT_MAX_FALSE_HIT_RATE
     exploration: Exploration = field(default_factory=Exploration)
-    audit_rate: float = 0.01
+    audit_rate: float = DEFAULT_AUDIT_RATE
     # Near-misses whose best candidate is at least this similar are logged, so shadow-labelled.
-    shadow_floor: float = 0.5
-    candidates: int = 5
-    min_similarity: float = 0.5
+    shadow_floor: float = DEFAULT_LOG_FLOOR
+    candidates: int = DEFAULT_JUDGE_CANDIDATES
+    min_similarity: float = DEFAULT_JUDGE_MIN_SIMILARITY
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -109,7 +120,11 @@ class Deployment:
         self.use(judge_in_force)
 
     def use(self, model: Judge) -> None:
-        self.setup = JudgeSetup(model, self.config.max_false_hit_rate, self.config.candidates, self.histories)
+        # The gateway's own decision (`index.match.decide`), with exploration drawn from this replay's seed.
+        self.policy = MatchPolicy(self.config.min_similarity, decision=DecisionMode.JUDGE,
+                                  max_false_hit_rate=self.config.max_false_hit_rate,
+                                  judge_candidates=self.config.candidates)
+        self.deciders = Deciders(judge=model, exploration=self.config.exploration, draw=self.rng.random)
 
     def serve(self, requests: Sequence[StreamRequest], upstream: Upstream) -> Tally:
         counts = Tally()
@@ -124,36 +139,37 @@ class Deployment:
             counts.score(cached == expected)
             return
         found = self._candidates(request.prompt)
-        verdict = judge(request.prompt, [c for c, _ in found], self.setup)
-        if verdict.chosen is not None:
-            entry = found[verdict.chosen][1]
-            p = verdict.probabilities[verdict.chosen]
-            draw = self.rng.random()
-            if not self.config.exploration.explores(p, verdict.bar, self.config.max_false_hit_rate, draw):
-                counts.semantic += 1
-                self._served(entry.entry_id)
-                counts.score(entry.answer == expected)
-                if self.rng.random() < self.config.audit_rate:
-                    self._label(request.prompt, verdict, verdict.chosen, entry, expected, "audit")
-                return
+        offered = [c for c, _ in found]
+        decision = decide(request.prompt, offered, self.policy, self.deciders, histories=self.histories)
+        index = decision.chosen
+        if decision.reason is Reason.HIT and index is not None:
+            entry = found[index][1]
+            counts.semantic += 1
+            self._served(entry.entry_id)
+            counts.score(entry.answer == expected)
+            if self.rng.random() < self.config.audit_rate:
+                self._label(request.prompt, offered, index, entry, expected, "audit")
+            return
+        if decision.reason is Reason.EXPLORED and index is not None:
             counts.explored += 1
-            self._label(request.prompt, verdict, verdict.chosen, entry, expected, "explore")
-        elif verdict.best is not None and found[verdict.best][0].similarity >= self.config.shadow_floor:
-            self._label(request.prompt, verdict, verdict.best, found[verdict.best][1], expected, "shadow")
+            self._label(request.prompt, offered, index, found[index][1], expected, "explore")
+        elif index is not None and found[index][0].similarity >= self.config.shadow_floor:
+            self._label(request.prompt, offered, index, found[index][1], expected, "shadow")
         self._store(request.prompt, expected)
 
-    def _candidates(self, prompt: str) -> list[tuple[JudgedCandidate, _Entry]]:
+    def _candidates(self, prompt: str) -> list[tuple[Candidate, _Entry]]:
         if not self.entries:
             return []
         sims = self.matrix @ self.vectors[prompt]
         order = np.argsort(-sims, kind="stable")[: self.config.candidates]
-        return [(JudgedCandidate(self.entries[i].entry_id, self.entries[i].prompt, float(sims[i])), self.entries[i])
+        return [(Candidate(self.entries[i].entry_id, self.entries[i].prompt, float(sims[i])), self.entries[i])
                 for i in order if sims[i] >= self.config.min_similarity]
 
-    def _label(self, prompt: str, verdict: Judgement, index: int, entry: _Entry, expected: str, source: str) -> None:
+    def _label(self, prompt: str, offered: Sequence[Candidate], index: int, entry: _Entry, expected: str,
+               source: str) -> None:
         # The features exactly as the judge saw them when it decided (rank, margin, the entry's history then).
-        sims = [c.similarity for c in verdict.candidates]
-        candidate = verdict.candidates[index]
+        sims = [c.similarity for c in offered]
+        candidate = offered[index]
         item = JudgeInput(prompt, candidate.prompt, candidate.similarity, index, margins(sims)[index],
                           history=self.histories.get(entry.entry_id, EntryHistory()))
         same = entry.answer == expected

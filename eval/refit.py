@@ -14,9 +14,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from index.judge import Judge
-from index.judge_features import FEATURE_NAMES, EntryHistory, JudgeInput, feature_matrix
-from index.judge_fit import REFIT_PLAN, calibrate, held_out, train
+from index.judge.features import FEATURE_NAMES, EntryHistory, JudgeInput, feature_matrix
+from index.judge.fit import REFIT_PLAN, calibrate, held_out, train
+from index.judge.model import Judge
 
 TRAFFIC_SHARE_HELD_OUT = 0.3
 PRIOR_SHARE_HELD_OUT = 0.5

@@ -7,6 +7,7 @@ are independent. A hit is correct when it serves what the upstream would have an
 from __future__ import annotations
 
 import dataclasses
+import random
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -18,15 +19,18 @@ from eval.datasets import StreamRequest
 from eval.embedding import MemoEmbedder, Progress, embed_unique
 from eval.metrics import Tally, rate
 from index.cache import Cache, CacheConfig
-from index.embedder import Embedder
-from index.exact import LruExactCache
-from index.hnsw import SemanticIndex
-from index.judge import Judge
-from index.keys import build_key
-from index.policy import DEFAULT_POLICY, MatchPolicy
-from index.records import Lookup, Verdict
-from index.stages import Stage
-from index.store import EntryStore, make_engine
+from index.embedding.embedder import Embedder
+from index.guards.stages import Stage
+from index.judge.model import Judge
+from index.match.decide import OFF, Deciders
+from index.match.explore import Exploration
+from index.match.outcome import Lookup
+from index.match.policy import DEFAULT_POLICY, MatchPolicy
+from index.records import Verdict
+from index.request.keys import build_key
+from index.search.hnsw import SemanticIndex
+from index.storage.entries import EntryStore, make_engine
+from index.storage.exact import LruExactCache
 
 NAMESPACE = "replay"
 MODEL = "replay"
@@ -108,6 +112,15 @@ class ReplayConfig:
     # candidate floor) and the judge.
     budgets: tuple[float, ...] = ()
     judge: Judge | None = None
+    # Judge mode: exploration of uncertain would-be hits, as the gateway does (off unless given), and the seed
+    # of its draws.
+    exploration: Exploration = OFF
+    seed: int = 0
+
+    def deciders(self) -> Deciders:
+        """What decides each replayed request: the same parts the gateway's `Cache` holds."""
+        return Deciders(self.stages, None, self.judge, self.exploration,
+                        random.Random(self.seed).random)
 
     def points(self) -> tuple[MatchPolicy, ...]:
         """The policy of each row: one per threshold, or per (floor, budget) in judge mode."""
@@ -155,11 +168,11 @@ def replay_once(
             store = EntryStore(engine)
             store.create_schema()
             cache = Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder, CacheConfig(policy),
-                          () if policy.judged else config.stages, judge=config.judge if policy.judged else None)
+                          config.deciders())
             counts = _replay(cache, requests, config.upstream)
         finally:
             engine.dispose()
-    row = _row(policy.min_similarity, len(requests), counts, [stage.name for stage in cache.stages])
+    row = _row(policy.min_similarity, len(requests), counts, [stage.name for stage in config.stages])
     return dataclasses.replace(row, budget=policy.max_false_hit_rate) if policy.judged else row
 
 

@@ -17,12 +17,13 @@ import numpy as np
 from eval.datasets import Conversation, LabeledPair
 from eval.embedding import Progress, embed_unique, unique_texts
 from eval.metrics import f1, pr_auc, rate, roc_auc, wilson_upper
-from index.conversation import context_stages
-from index.embedder import Embedder, Vector
-from index.keys import CacheKey, ContextMatch, LookupMode, build_key
-from index.policy import DEFAULT_POLICY, MatchPolicy
-from index.rule import Candidate, decide
-from index.stages import MemoStage, Stage
+from index.embedding.embedder import Embedder, Vector
+from index.guards.registry import context_stages
+from index.guards.stages import MemoStage, Stage
+from index.match.decide import Deciders, decide
+from index.match.outcome import Candidate
+from index.match.policy import DEFAULT_POLICY, MatchPolicy
+from index.request.keys import CacheKey, ContextMatch, LookupMode, build_key
 
 KIND_ORDER = (
     "paraphrase", "reworded_context", "irrelevant_turn", "small_talk",
@@ -232,7 +233,8 @@ def _point(
         if item.similarity is None or item.veto is not None:
             continue  # contexts differ (the gateway finds no candidate) or a fixed veto: a miss
         candidate = Candidate(index, pair.a.prompt, item.similarity, item.context_a, item.context_similarity)
-        decision = decide(pair.b.prompt, candidate, policy, stages, item.context_b, context_checks)
+        decision = decide(pair.b.prompt, [candidate], policy, Deciders(tuple(stages), tuple(context_checks)),
+                          item.context_b)
         if decision.hit:
             tally.served[pair.kind, pair.same_answer] += 1
         elif decision.vetoed_by is not None:  # a veto (not a threshold)

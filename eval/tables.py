@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from eval.metrics import rate, trials_needed
 from eval.replay import ReplayReport, ReplayRow
 from eval.sweep import StageVetoes, Sweep, SweepPoint, SweepReport, ThresholdChoice
-from index.judge_rule import JUDGE_STAGE
+from index.match.outcome import JUDGE_STAGE
 
 if TYPE_CHECKING:
     from eval.fit import FitReport

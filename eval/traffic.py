@@ -14,16 +14,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from eval.datasets import Conversation, LabeledPair
 from eval.sweep import ScoredPair, SweepConfig, SweepReport, ThresholdChoice, build_report
-from index.decision_log import DecisionLog, LabeledDecision, LabelSource
 from index.errors import StoreUnavailable
-from index.rule import Reason
-from index.stages import STAGE_ORDER
-from index.store import make_engine
+from index.guards.stages import STAGE_ORDER
+from index.match.outcome import Reason
+from index.storage.decision_log import DecisionLog, LabeledDecision, LabelSource
+from index.storage.entries import display_url, make_engine
 
 # The namespace the gateway reads as the deployment-wide default; here also "every namespace together".
 ALL_NAMESPACES = "*"
@@ -82,14 +81,6 @@ class TrafficReport:
     applied: tuple[Applied, ...] = ()
     # The API whose decisions were swept (`chat`, `messages`, `responses`); None: every API.
     api: str | None = None
-
-
-def display_url(url: str) -> str:
-    """The URL with any password hidden, fit to print."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return url
 
 
 def sqlite_path(url: str) -> Path | None:

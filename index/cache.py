@@ -12,29 +12,21 @@ from typing import Any
 
 import numpy as np
 
-from index.context_memo import DEFAULT_CONTEXT_MEMO_SIZE, ContextMemo
-from index.conversation import context_stages
-from index.embedder import Embedder, combine
+from index.embedding.embedder import Embedder, combine
+from index.embedding.memo import DEFAULT_CONTEXT_MEMO_SIZE, ContextMemo
 from index.errors import Overloaded, StoreUnavailable
-from index.exact import ExactCache
-from index.hnsw import SemanticIndex
-from index.judge import Judge
-from index.judge_features import EntryHistory
-from index.judge_rule import JUDGE_STAGE, JudgedCandidate, JudgeSetup, judge
-from index.keys import CacheKey, LookupMode
-from index.policy import MatchPolicy
-from index.records import CachedResponse, CacheEntry, Lookup, Neighbor, QueryVectors, StoredEntry, Verdict
-from index.rule import Candidate, Decision, Reason, decide
-from index.sharding import Shard
-from index.stages import Stage, StageResult
-from index.store import EntryStore, IndexedVector
+from index.judge.features import EntryHistory
+from index.match.decide import Deciders, decide
+from index.match.outcome import Candidate, Lookup
+from index.match.policy import DEFAULT_CANDIDATES, DEFAULT_LOG_FLOOR, MatchPolicy
+from index.records import CachedResponse, CacheEntry, Neighbor, QueryVectors, StoredEntry, Verdict
+from index.request.keys import CacheKey, LookupMode
+from index.search.hnsw import SemanticIndex
+from index.search.sharding import Shard
+from index.storage.entries import EntryStore, IndexedVector
+from index.storage.exact import ExactCache
 
 log = logging.getLogger("deja.cache")
-
-# Nearest neighbours read and decided per semantic lookup (`DEJA_CANDIDATES`).
-DEFAULT_CANDIDATES = 3
-# Candidates at or above this similarity are decided and logged even below the threshold (`DEJA_DECISION_LOG_FLOOR`).
-DEFAULT_LOG_FLOOR = 0.5
 
 
 @dataclass(frozen=True)
@@ -45,14 +37,14 @@ class CacheConfig:
     ttl_seconds: float | None = None
     candidates: int = DEFAULT_CANDIDATES
     log_floor: float = DEFAULT_LOG_FLOOR
-    # The namespaces whose semantic index this replica holds (all by default); see `index.sharding`.
+    # The namespaces whose semantic index this replica holds (all by default); see `index.search.sharding`.
     shard: Shard = field(default_factory=Shard)
-    # Context vectors memoised by exact text (`DEJA_CONTEXT_MEMO_SIZE`, 0 = off); see `index.context_memo`.
+    # Context vectors memoised by exact text (`DEJA_CONTEXT_MEMO_SIZE`, 0 = off); see `index.embedding.memo`.
     context_memo_size: int = DEFAULT_CONTEXT_MEMO_SIZE
 
 
 class Cache:
-    """Exact tier -> semantic tier (HNSW + decision rule) -> store. Thread-safe."""
+    """Exact tier -> semantic tier (HNSW search, then `index.match.decide`) -> store. Thread-safe."""
 
     def __init__(
         self,
@@ -61,23 +53,21 @@ class Cache:
         index: SemanticIndex,
         embedder: Embedder,
         config: CacheConfig,
-        stages: Sequence[Stage] = (),
+        deciders: Deciders | None = None,
         clock: Callable[[], float] = time.time,
-        judge: Judge | None = None,
     ) -> None:
-        """`judge` decides when the policy's decision is `judge` (required then)."""
+        """`deciders` holds the rule stages, the judge (required when the policy's decision is `judge`) and
+        exploration; see `index.match.decide`."""
         self.exact = exact
         self.store = store
         self.index = index
         self.embedder = embedder
         self.config = config
-        self.stages = tuple(stages)
-        self.context_stages = context_stages(self.stages)
+        self.deciders = deciders or Deciders()
         self.context_memo = ContextMemo(config.context_memo_size)
         self.clock = clock
-        self.judge = judge
-        if config.policy.judged and judge is None:
-            raise ValueError("a judge-mode policy needs a judge (index.judge.load_judge)")
+        if config.policy.judged and self.deciders.judge is None:
+            raise ValueError("a judge-mode policy needs a judge (index.judge.model.load_judge)")
         # Per-entry label tallies read by the judge; replaced wholesale by the runtime's upkeep tick.
         self.histories: dict[int, EntryHistory] = {}
 
@@ -173,70 +163,37 @@ class Cache:
         neighbors = self.index.search(vectors.index, key.scope, k=k)
         t2 = time.perf_counter()
         timings.update(embed=(t1 - t0) * 1000, search=(t2 - t1) * 1000)
-        if policy.judged:
-            return self._judged(key, policy, vectors, neighbors, timings, degraded, t2)
-        best: tuple[Decision, StoredEntry] | None = None
-        floor = min(policy.min_similarity, self.config.log_floor)
-        for neighbor in neighbors:
-            # Neighbours come most similar first; below the threshold only the top one is read, for the log.
-            if neighbor.similarity < floor or (best is not None and neighbor.similarity < policy.min_similarity):
-                break
-            try:
-                stored = self._read_candidate(neighbor.entry_id, degraded)
-            except StoreUnavailable:
-                break
-            if stored is None:
-                continue
-            decision = decide(key.prompt, self._candidate(stored, neighbor.similarity, vectors), policy,
-                              self.stages, key.context_text, self.context_stages)
-            if best is None or decision.hit:
-                best = (decision, stored)
-            if decision.hit:
-                break
+        entries = self._candidates(neighbors, policy, vectors, degraded)
+        decision = decide(key.prompt, [c for c, _ in entries], policy, self.deciders, key.context_text,
+                          self.histories)
         timings["verify"] = (time.perf_counter() - t2) * 1000
-        if best is None:
+        if decision.chosen is None:
             top = neighbors[0].similarity if neighbors else None
             return Lookup(Verdict.MISS, similarity=top, vector=vectors, timings_ms=timings, degraded=tuple(degraded))
-        decision, stored = best
-        hit = CachedResponse(stored.entry_id, stored.response, stored.created_at)
-        return Lookup(Verdict.SEMANTIC_HIT if decision.hit else Verdict.MISS, hit if decision.hit else None,
-                      decision.similarity, decision, stored.prompt, stored.entry_id, vectors, timings,
-                      tuple(degraded), candidate_response=stored.response)
+        stored = entries[decision.chosen][1]
+        hit = CachedResponse(stored.entry_id, stored.response, stored.created_at) if decision.hit else None
+        return Lookup(Verdict.SEMANTIC_HIT if hit else Verdict.MISS, hit, decision.similarity, decision,
+                      stored.prompt, stored.entry_id, vectors, timings, tuple(degraded),
+                      candidate_response=stored.response)
 
-    def _judged(self, key: CacheKey, policy: MatchPolicy, vectors: QueryVectors, neighbors: Sequence[Neighbor],
-                timings: dict[str, float], degraded: list[str], started: float) -> Lookup:
-        """Judge mode: the judge scores the top K candidates at or above the floor and serves the most probable
-        one that clears the budget's bar; its version and probability go into the decision's stage results."""
-        entries: list[StoredEntry] = []
-        offered: list[JudgedCandidate] = []
+    def _candidates(self, neighbors: Sequence[Neighbor], policy: MatchPolicy, vectors: QueryVectors,
+                    degraded: list[str]) -> list[tuple[Candidate, StoredEntry]]:
+        """The candidates the decision reads, most similar first. Judge mode: the top K at or above the floor.
+        Cosine rule: those above the threshold, else the top one if above the log floor (decided for the log)."""
+        limit = policy.judge_candidates if policy.judged else len(neighbors)
+        floor = policy.min_similarity if policy.judged else min(policy.min_similarity, self.config.log_floor)
+        out: list[tuple[Candidate, StoredEntry]] = []
         for neighbor in neighbors:
-            if neighbor.similarity < policy.min_similarity or len(offered) >= policy.judge_candidates:
+            below = neighbor.similarity < policy.min_similarity
+            if len(out) >= limit or neighbor.similarity < floor or (below and out):
                 break
             try:
                 stored = self._read_candidate(neighbor.entry_id, degraded)
             except StoreUnavailable:
                 break
-            if stored is None:
-                continue
-            c = self._candidate(stored, neighbor.similarity, vectors)
-            entries.append(stored)
-            offered.append(JudgedCandidate(c.entry_id, c.prompt, c.similarity, c.context, c.context_similarity))
-        if not offered:
-            timings["verify"] = (time.perf_counter() - started) * 1000
-            top = neighbors[0].similarity if neighbors else None
-            return Lookup(Verdict.MISS, similarity=top, vector=vectors, timings_ms=timings, degraded=tuple(degraded))
-        assert self.judge is not None
-        setup = JudgeSetup(self.judge, policy.max_false_hit_rate, policy.judge_candidates, self.histories)
-        judgement = judge(key.prompt, offered, setup, key.context_text)
-        timings["verify"] = (time.perf_counter() - started) * 1000
-        index = judgement.chosen if judgement.chosen is not None else judgement.best
-        assert index is not None
-        stored, similarity = entries[index], offered[index].similarity
-        result = StageResult(JUDGE_STAGE, judgement.hit, judgement.note(), judgement.probability)
-        decision = Decision(Reason.HIT if judgement.hit else Reason.BELOW_BAR, similarity, stages=(result,))
-        hit = CachedResponse(stored.entry_id, stored.response, stored.created_at) if judgement.hit else None
-        return Lookup(Verdict.SEMANTIC_HIT if hit else Verdict.MISS, hit, similarity, decision, stored.prompt,
-                      stored.entry_id, vectors, timings, tuple(degraded), candidate_response=stored.response)
+            if stored is not None:
+                out.append((self._candidate(stored, neighbor.similarity, vectors), stored))
+        return out
 
     def _read_candidate(self, entry_id: int, degraded: list[str]) -> StoredEntry | None:
         """The entry behind a neighbour if this replica may serve it (present, fresh, comparable parts), else

@@ -5,9 +5,7 @@ OpenAI-shaped HTTP errors in one place.
     ├── StoreUnavailable           SQL or Redis failed; callers degrade to a counted miss
     ├── Overloaded                 a bounded queue (embedding) is full: 503 with Retry-After
     ├── SchemaMismatch             the SQL schema is not the one this build knows
-    ├── StageUnavailable           a verification stage could not be loaded
-    │   └── VerifierModelError     the shipped verifier files are missing or do not fit the base model
-    ├── JudgeModelError            (index.judge) the judge files are missing, unreadable or of another format
+    ├── JudgeModelError            (index.judge.model) the judge files are missing, unreadable or of another format
     ├── HttpError                  (service.errors) the HTTP layer's errors, each with its status
     │   ├── BadRequest             the caller sent something we cannot parse or validate (400)
     │   │   └── PayloadTooLarge    the body is over the limit (413)
@@ -43,14 +41,6 @@ class Overloaded(DejaError):
 
 class SchemaMismatch(DejaError):
     pass
-
-
-class StageUnavailable(DejaError):
-    """A known stage whose implementation could not be loaded (e.g. the verifier model is missing)."""
-
-
-class VerifierModelError(StageUnavailable):
-    """The shipped verifier files are missing, of another kind, or do not match the bundled base model."""
 
 
 class store_errors:

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 from index.cache import Cache
 from index.errors import StoreUnavailable
-from index.hnsw import SemanticIndex
-from index.snapshot import Manifest, SnapshotDir
-from index.store import CountMark, Tombstone
+from index.search.hnsw import SemanticIndex
+from index.search.snapshot import Manifest, SnapshotDir
+from index.storage.entries import CountMark, Tombstone
 
 log = logging.getLogger("deja.maintenance")
 
@@ -63,7 +63,12 @@ class Maintainer:
         stale = manifest.watermark > store.max_id() or manifest.tombstone_seq > store.last_tombstone()
         if stale:
             log.warning("snapshot is ahead of SQL (database reset?), rebuilding")
-        return stale
+            return True
+        # Tombstones after the snapshot's were pruned (DEJA_TOMBSTONE_DAYS): its deletions can no longer be replayed.
+        if store.first_tombstone() > manifest.tombstone_seq + 1:
+            log.warning("snapshot is older than the tombstones kept, rebuilding")
+            return True
+        return False
 
     def _catch_up(self, index: SemanticIndex, manifest: Manifest) -> StartReport:
         self.cache.index = index

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from index.embedder import Vector
-from index.rule import Decision
+from index.embedding.embedder import Vector
 
 
 class Verdict(StrEnum):
@@ -83,21 +82,3 @@ class QueryVectors:
     index: Vector
     prompt: Vector
     context: Vector | None
-
-
-@dataclass(frozen=True)
-class Lookup:
-    """Result of `Cache.lookup`. `vector` is the query embedding when one was computed, for reuse on store."""
-
-    verdict: Verdict
-    response: CachedResponse | None = None
-    similarity: float | None = None
-    decision: Decision | None = None
-    candidate_prompt: str | None = None
-    candidate_id: int | None = None
-    # The request's embeddings when computed, for reuse on store.
-    vector: QueryVectors | None = None
-    timings_ms: dict[str, float] = field(default_factory=dict)
-    degraded: tuple[str, ...] = ()
-    # The best candidate's stored answer (hit or not), for shadow labels.
-    candidate_response: dict[str, Any] | None = None

@@ -3,6 +3,7 @@ instantiate it, which is when the environment is read; everything else receives 
 
 from __future__ import annotations
 
+import logging
 import secrets
 from pathlib import Path
 from typing import Annotated
@@ -10,13 +11,24 @@ from typing import Annotated
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from index.cache import DEFAULT_CANDIDATES, DEFAULT_LOG_FLOOR
-from index.context_memo import DEFAULT_CONTEXT_MEMO_SIZE
-from index.embedder import EmbedderBackend
-from index.explore import DEFAULT_EXPLORE_RATE
-from index.judge_rule import DEFAULT_JUDGE_CANDIDATES, DEFAULT_MAX_FALSE_HIT_RATE
-from index.keys import ContextMatch
-from index.policy import DEFAULT_MIN_CONTEXT_SIMILARITY, DecisionMode
+from index.embedding.embedder import EmbedderBackend
+from index.embedding.memo import DEFAULT_CONTEXT_MEMO_SIZE
+from index.guards.stages import STAGE_ORDER
+from index.match.explore import DEFAULT_EXPLORE_RATE
+from index.match.policy import (
+    DEFAULT_AUDIT_RATE,
+    DEFAULT_CANDIDATES,
+    DEFAULT_JUDGE_CANDIDATES,
+    DEFAULT_LOG_FLOOR,
+    DEFAULT_MAX_FALSE_HIT_RATE,
+    DEFAULT_MIN_CONTEXT_SIMILARITY,
+    DecisionMode,
+    MatchPolicy,
+    default_min_similarity,
+)
+from index.request.keys import ContextMatch
+
+log = logging.getLogger("deja.settings")
 
 
 class Settings(BaseSettings):
@@ -52,9 +64,9 @@ class Settings(BaseSettings):
         DEFAULT_CANDIDATES, ge=1, le=50, description="Nearest neighbours verified per semantic lookup")
     guard_polarity: bool = Field(True, description="Veto candidates that differ by a negation or reversal")
     guard_values: bool = Field(True, description="Veto candidates that differ in a number, name or other value")
-    verifier: bool = Field(False, description="Run the learned cross-encoder verifier on surviving candidates")
-    verifier_min_probability: float | None = Field(
-        None, ge=0.0, le=1.0, description="P(same answer) the verifier needs; empty = the model's calibrated default")
+    verifier: bool = Field(False, description="Retired (the judge replaced the cross-encoder verifier); "
+                           "accepted and ignored with a warning")
+    verifier_min_probability: float | None = Field(None, ge=0.0, le=1.0, description="Retired with DEJA_VERIFIER")
     namespace_secret: SecretStr | None = Field(None, description="HMAC secret for namespaces; default generated")
     credential_headers: Annotated[tuple[str, ...], NoDecode] = Field(
         (), description="More headers that carry a credential (comma-separated), besides Authorization, "
@@ -62,7 +74,20 @@ class Settings(BaseSettings):
     shared_namespace: str | None = Field(
         None, description="Opt-in: requests without any credential share this one namespace; unset = not cached")
     admin_token: SecretStr | None = Field(None, description="Bearer token for /deja/* admin endpoints")
-    ttl_seconds: float | None = Field(7 * 24 * 3600, ge=0, description="Default entry lifetime; empty = forever")
+    admin_session_seconds: float = Field(
+        8 * 3600, gt=0, description="Lifetime of a label-page session (the cookie `?token=` trades for)")
+    metrics_token: SecretStr | None = Field(
+        None, description="Bearer token /metrics needs (the admin token works too); unset = /metrics is open")
+    decision_log_days: float | None = Field(
+        30, gt=0, description="Days a decision keeps its prompts: then an unlabelled decision is deleted and a "
+        "labelled one keeps only hashes and numbers; empty = forever")
+    label_days: float | None = Field(90, gt=0, description="Days a label is kept; empty = forever")
+    tombstone_days: float | None = Field(
+        7, gt=0, description="Days a deletion is remembered for replicas to catch up (an older snapshot is "
+        "rebuilt); empty = forever")
+    ttl_seconds: float | None = Field(
+        7 * 24 * 3600, ge=0, description="Default entry lifetime in seconds; empty or 'none' = forever; 0 = "
+        "nothing is stored (as `Cache-Control: max-age=0` means for one request)")
     exact_max_items: int = Field(10_000, ge=1, description="Size of the in-process exact LRU")
     max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="Largest accepted request body")
     upstream_connect_timeout: float = Field(5.0, gt=0, description="Seconds to connect to the upstream")
@@ -79,7 +104,8 @@ class Settings(BaseSettings):
         "incrementally from new ids and tombstones")
     decision_log_floor: float = Field(
         DEFAULT_LOG_FLOOR, ge=-1.0, le=1.0, description="Log semantic decisions from this similarity")
-    audit_rate: float = Field(0.01, ge=0.0, le=1.0, description="Share of semantic hits re-asked upstream")
+    audit_rate: float = Field(
+        DEFAULT_AUDIT_RATE, ge=0.0, le=1.0, description="Share of semantic hits re-asked upstream")
     audit_concurrency: int = Field(4, ge=1, description="Background audits in flight at most")
     shadow_labels: bool = Field(True, description="Label near-misses by comparing the fresh answer")
     explore_rate: float = Field(
@@ -112,14 +138,15 @@ class Settings(BaseSettings):
     @field_validator("ttl_seconds", mode="before")
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
-        return None if value in ("", "none", "None", 0, "0") else value
+        return None if value in ("", "none", "None") else value
 
     @field_validator("credential_headers", mode="before")
     @classmethod
     def _comma_separated(cls, value: object) -> object:
         return tuple(h.strip().lower() for h in value.split(",") if h.strip()) if isinstance(value, str) else value
 
-    @field_validator("shared_namespace", "min_similarity", "judge_model", mode="before")
+    @field_validator("shared_namespace", "min_similarity", "judge_model", "decision_log_days", "label_days",
+                     "tombstone_days", mode="before")
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
@@ -129,6 +156,28 @@ class Settings(BaseSettings):
         if self.shard >= self.shards:
             raise ValueError(f"DEJA_SHARD={self.shard} must be below DEJA_SHARDS={self.shards}")
         return self
+
+    @model_validator(mode="after")
+    def _retired(self) -> Settings:
+        if self.verifier or self.verifier_min_probability is not None:
+            log.warning("DEJA_VERIFIER / DEJA_VERIFIER_MIN_PROBABILITY are retired and ignored: the judge decides")
+        return self
+
+    def policy(self) -> MatchPolicy:
+        """The deployment's match policy, as the gateway runs it and `eval` measures it (the one place it is
+        built). In judge mode the rule stages are the judge's features for single-turn requests and run as
+        vetoes only in the conversation rule."""
+        flags = {"polarity": self.guard_polarity, "values": self.guard_values}
+        floor = self.min_similarity
+        return MatchPolicy(
+            min_similarity=default_min_similarity(self.decision) if floor is None else floor,
+            min_context_similarity=self.min_context_similarity,
+            stages=tuple(name for name in STAGE_ORDER if flags[name]),
+            context_match=self.context_match,
+            decision=self.decision,
+            max_false_hit_rate=self.max_false_hit_rate,
+            judge_candidates=self.judge_candidates,
+        )
 
     @property
     def sql_url(self) -> str:

@@ -148,7 +148,7 @@ def sample(pairs: list[Pair], limit: int, seed: int) -> list[Pair]:
 
 
 def similarities(pairs: list[Pair]) -> list[float]:
-    from index.embedder import MiniLMEmbedder
+    from index.embedding.embedder import MiniLMEmbedder
 
     embedder = MiniLMEmbedder()
     a = embedder.embed([p.a for p in pairs])

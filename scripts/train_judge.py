@@ -2,7 +2,7 @@
 
 Labelled pairs come from our dev splits (`datasets/pairs-dev.jsonl`, `datasets/conv-dev.jsonl`), licence-cleared
 public sets read at run time from ../shared/datasets (never copied into the repo) and hard pairs generated
-from them (antonym, negation, number and entity edits; the loaders of scripts/train_verifier.py). Each pair
+from them (antonym, negation, number and entity edits; the loaders of scripts/judge_data.py). Each pair
 becomes a `JudgeInput` as the gateway would build it: MiniLM cosine of the prompts (and, for conversations,
 of the relevant contexts), and a rank and margin among the other cached prompts of the same source. Pairs are
 split by connected group into train / calibration; the calibration pairs the judge would see (cosine at or
@@ -32,7 +32,9 @@ sys.path.insert(0, str(ROOT))
 
 from eval.datasets import load_pairs  # noqa: E402
 from eval.sweep import comparable_keys  # noqa: E402
-from index.judge import (  # noqa: E402
+from index.judge.features import FEATURE_NAMES, MISSING, JudgeInput, feature_matrix  # noqa: E402
+from index.judge.fit import TrainingPlan, calibrate, train  # noqa: E402
+from index.judge.model import (  # noqa: E402
     CONFIDENCE,
     Calibration,
     Judge,
@@ -41,10 +43,8 @@ from index.judge import (  # noqa: E402
     shipped_judge_dir,
     version_of,
 )
-from index.judge_features import FEATURE_NAMES, MISSING, JudgeInput, feature_matrix  # noqa: E402
-from index.judge_fit import TrainingPlan, calibrate, train  # noqa: E402
-from index.keys import ContextMatch  # noqa: E402
-from scripts import train_verifier as tv  # noqa: E402
+from index.request.keys import ContextMatch  # noqa: E402
+from scripts import judge_data as tv  # noqa: E402
 
 SEED = 20261201
 PAIRS_DEV = ROOT / "datasets" / "pairs-dev.jsonl"
@@ -63,7 +63,7 @@ LICENSES = {
     "dev": "ours, MIT (datasets/pairs-dev.jsonl, written by the Deja team)",
     "conv": "ours, MIT (datasets/conv-dev.jsonl, written by the Deja team)",
     "trace": "ours, MIT (dev parts of datasets/stream.jsonl and datasets/trace2.jsonl, written by the Deja team)",
-    # The public sets both scripts read, with the licences train_verifier.py states for them.
+    # The public sets both scripts read, with the licences judge_data.py states for them.
     **{name: tv.LICENSES[name] for name in ("gptcache_mock", "paws_wiki", "cannot", "breaking_nli",
                                             "redis_langcache", "cai_equivalence", "synthetic")},
 }
@@ -104,7 +104,7 @@ class Vectors:
         todo = sorted(texts - self.known.keys())
         if not todo:
             return
-        from index.embedder import MiniLMEmbedder
+        from index.embedding.embedder import MiniLMEmbedder
 
         embedder = MiniLMEmbedder()
         for start in range(0, len(todo), 1024):
@@ -124,7 +124,7 @@ class Vectors:
 def gptcache_mock(inputs: tv.Inputs) -> list[tv.Example]:
     """GPTCache's LLM-paraphrased pairs (positives only); its QQP file is not read."""
     mock = json.loads(inputs.read_text(tv.SHARED / "gptcache_similar_qqp" / "mock_data.json"))
-    return [ex for rec in mock if (ex := tv._pair(rec["origin"], rec["similar"], 1, "gptcache_mock", "paraphrase"))]
+    return [ex for rec in mock if (ex := tv.make_pair(rec["origin"], rec["similar"], 1, "gptcache_mock", "paraphrase"))]
 
 
 def public_examples(inputs: tv.Inputs, rng: random.Random, args: argparse.Namespace) -> list[tv.Example]:
@@ -201,10 +201,10 @@ def families(intents: Path) -> dict[str, str]:
 
 def trace_rows(inputs: tv.Inputs, path: Path, vectors: Vectors, family: dict[str, str], k: int = 5) -> list[Row]:
     """The dev part of a replay trace as a gateway meets it: each request against the top K earlier distinct
-    prompts at or above the floor (ranks and margins as `index.judge_rule` computes them), labelled by intent.
+    prompts at or above the floor (ranks and margins as `index.match.judged` computes them), labelled by intent.
     Test parts are never read (their intents are disjoint: the traces split by intent family)."""
     from eval.datasets import load_stream
-    from index.judge_rule import margins
+    from index.match.judged import margins
 
     inputs.read_bytes(path)
     requests = [r for r in load_stream(path) if r.part == "dev"]
@@ -230,7 +230,7 @@ def intent_rows(inputs: tv.Inputs, trace: Path, intents: Path, vectors: Vectors,
     """Every wording of the trace's dev intents against its K nearest wordings of other dev intents' and its own
     (as if all were cached), labelled by intent: paraphrases of many styles and near-twin intents."""
     from eval.datasets import load_stream
-    from index.judge_rule import margins
+    from index.match.judged import margins
 
     inputs.read_bytes(intents)
     dev = {r.intent for r in load_stream(trace) if r.part == "dev"}
@@ -320,7 +320,7 @@ def build_rows(args: argparse.Namespace, inputs: tv.Inputs, vectors: Vectors) ->
     rng = random.Random(SEED)
     from transformers import AutoTokenizer
 
-    from index.embedder import bundled_model_path
+    from index.embedding.embedder import bundled_model_path
 
     vocab = set(AutoTokenizer.from_pretrained(str(bundled_model_path())).get_vocab())
     lex = tv.load_lexicon(inputs, vocab)
@@ -359,8 +359,8 @@ def main(argv: list[str] | None = None) -> int:
     meta = {
         "command": "python scripts/train_judge.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "seed": SEED, "candidate_floor": FLOOR, "confidence": CONFIDENCE, "features": list(FEATURE_NAMES),
-        "plan": TrainingPlan().__dict__, "weights": WEIGHTS, "versions": tv._versions(),
-        "data": {"files": {tv._relative(k): v for k, v in sorted(inputs.hashes.items())},
+        "plan": TrainingPlan().__dict__, "weights": WEIGHTS, "versions": tv.versions(),
+        "data": {"files": {tv.relative(k): v for k, v in sorted(inputs.hashes.items())},
                  "licenses": {k: v for k, v in LICENSES.items() if k in table}, "pairs": table},
         "calibration_pairs": len(calib),
     }

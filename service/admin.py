@@ -8,13 +8,13 @@ from fastapi import APIRouter, Depends, Path
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from index.decision_log import Label, LabelSource
-from index.keys import namespace_for
+from index.request.keys import namespace_for
+from index.storage.decision_log import Label, LabelSource
 from service.deps import (
     DecisionLogDep,
     EntryStoreDep,
+    ForgettingDep,
     IndexDep,
-    MaintainerDep,
     NamespaceDep,
     RuntimeDep,
     require_admin,
@@ -73,22 +73,25 @@ async def get_entry(entry_id: EntryId, entries: EntryStoreDep, index: IndexDep) 
 
 
 @admin_router.delete("/entries/{entry_id}")
-async def delete_entry(entry_id: EntryId, maintainer: MaintainerDep) -> dict[str, Any]:
-    if await run_in_threadpool(maintainer.delete, [entry_id]) == 0:
+async def delete_entry(entry_id: EntryId, forgetting: ForgettingDep) -> dict[str, Any]:
+    """Delete an entry, and forget the logged decisions that offered it or asked its prompt."""
+    if await run_in_threadpool(forgetting.delete, [entry_id]) == 0:
         raise NotFound(f"No entry {entry_id}.")
     return {"deleted": 1}
 
 
 @admin_router.post("/invalidate")
-async def invalidate(body: Invalidate, maintainer: MaintainerDep, rt: RuntimeDep) -> dict[str, Any]:
+async def invalidate(body: Invalidate, forgetting: ForgettingDep, rt: RuntimeDep) -> dict[str, Any]:
+    """Delete a namespace's and/or model's entries, and forget their decisions (labels keep hashes and numbers)."""
     namespace = body.namespace or (namespace_for(body.api_key, rt.secret) if body.api_key else None)
     if namespace is None and body.model is None:
         raise NotFound("Give a namespace, an api_key or a model (use /deja/flush to drop everything).")
-    deleted = await run_in_threadpool(maintainer.invalidate, namespace, body.model)
+    deleted = await run_in_threadpool(forgetting.invalidate, namespace, body.model)
     return {"deleted": deleted}
 
 
 @admin_router.post("/flush")
-async def flush(maintainer: MaintainerDep) -> dict[str, Any]:
-    deleted = await run_in_threadpool(maintainer.invalidate, None, None)
+async def flush(forgetting: ForgettingDep) -> dict[str, Any]:
+    """Delete every entry and forget every decision (labels keep hashes and numbers)."""
+    deleted = await run_in_threadpool(forgetting.invalidate, None, None)
     return {"deleted": deleted}

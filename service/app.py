@@ -3,21 +3,24 @@ routes."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from service import access_log, errors
 from service.admin import admin_router, feedback_router
-from service.deps import GatewayDep, MetricsDep
+from service.deps import GatewayDep, MetricsDep, require_admin, require_metrics
 from service.dialects import CHAT, MESSAGES, RESPONSES, error_dialect
 from service.gateway import Gateway
 from service.label_page import label_router
 from service.runtime import Parts, Runtime
 from service.settings import Settings
+
+log = logging.getLogger("deja.app")
 
 
 def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
@@ -28,6 +31,7 @@ def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         access_log.install()
         runtime = Runtime(settings, parts)
+        log.info("%s", runtime.describe())
         runtime.start()
         app.state.runtime = runtime
         app.state.gateway = Gateway(runtime)
@@ -36,7 +40,8 @@ def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
         finally:
             await runtime.close()
 
-    app = FastAPI(title="Deja", lifespan=lifespan, docs_url=None, redoc_url=None)
+    # No /docs pages; the schema is admin-only (it maps every admin route), served below.
+    app = FastAPI(title="Deja", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     errors.install(app, lambda request: error_dialect(request.url.path, request.headers).error_body)
     app.include_router(feedback_router)
     app.include_router(admin_router)
@@ -55,7 +60,11 @@ def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
             return JSONResponse({"status": "loading"}, status_code=503)
         return JSONResponse({"status": "ready", "indexed": len(runtime.index)})
 
-    @app.get("/metrics")
+    @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_admin)])
+    async def openapi() -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    @app.get("/metrics", dependencies=[Depends(require_metrics)])
     async def metrics(metrics: MetricsDep) -> Response:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
@@ -71,8 +80,11 @@ def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
     async def responses(request: Request, gw: GatewayDep) -> Response:
         return await gw.handle(request, RESPONSES)
 
-    @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"])
     async def passthrough(path: str, request: Request, gw: GatewayDep) -> Response:
         return await gw.passthrough(request, path)
+
+    # One route per method, each with its own operation id (one route for all would repeat its id in the schema).
+    for method in ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"):
+        app.add_api_route("/{path:path}", passthrough, methods=[method], operation_id=f"passthrough_{method.lower()}")
 
     return app

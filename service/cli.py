@@ -26,8 +26,8 @@ def _check_schema(settings: Settings) -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
     from index.errors import SchemaMismatch
-    from index.migrate import ensure_schema
-    from index.store import make_engine
+    from index.storage.entries import make_engine
+    from index.storage.migrate import ensure_schema
 
     engine = make_engine(settings.sql_url)
     try:
@@ -68,6 +68,7 @@ def serve(
     }.items() if v is not None}
     settings = Settings(**overrides)  # type: ignore[arg-type]
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # its per-plugin INFO lines say nothing to an operator
     _check_schema(settings)
     uvicorn.run(create_app(settings), host=host, port=port, log_level=settings.log_level.lower())
 
@@ -78,7 +79,7 @@ app.add_typer(db_app, name="db")
 
 def _engine(database_url: str | None) -> Engine:
     from index.settings import Settings
-    from index.store import make_engine
+    from index.storage.entries import make_engine
 
     settings = Settings(**({"database_url": database_url} if database_url else {}))  # type: ignore[arg-type]
     return make_engine(settings.sql_url)
@@ -90,7 +91,7 @@ def db_upgrade(
     revision: Annotated[str, typer.Option(help="Target revision")] = "head",
 ) -> None:
     """Migrate the database to this build's schema."""
-    from index.migrate import current_revision, upgrade
+    from index.storage.migrate import current_revision, upgrade
 
     engine = _engine(database_url)
     upgrade(engine, revision)
@@ -100,7 +101,7 @@ def db_upgrade(
 @db_app.command("current")
 def db_current(database_url: Annotated[str | None, typer.Option(help="DEJA_DATABASE_URL")] = None) -> None:
     """Print the database's schema revision and the one this build needs."""
-    from index.migrate import current_revision, head_revision
+    from index.storage.migrate import current_revision, head_revision
 
     typer.echo(f"database: {current_revision(_engine(database_url)) or 'none'}  build: {head_revision()}")
 
@@ -115,10 +116,10 @@ def reindex(
     snapshots, made for the old model, are then ignored and the index is rebuilt from the new vectors).
     Run it again after the switch to convert entries the old replicas wrote in between.
     """
-    from index.embedder import make_embedder
+    from index.embedding.embedder import make_embedder
     from index.errors import StoreUnavailable
-    from index.reindex import reindex as run_reindex
-    from index.store import EntryStore, make_engine
+    from index.storage.entries import EntryStore, make_engine
+    from index.storage.reindex import reindex as run_reindex
     from service.settings import Settings
 
     settings = Settings()  # type: ignore[call-arg]

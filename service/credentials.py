@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from index.keys import namespace_for
+from index.request.keys import namespace_for
 from index.settings import Settings
 
 # Headers an upstream authenticates with: OpenAI (`Authorization: Bearer`, any other scheme too), Azure OpenAI

@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-import hmac
 from typing import Annotated
 
 from fastapi import Depends, Request
 from starlette.concurrency import run_in_threadpool
 
-from index.decision_log import DecisionLog
-from index.hnsw import SemanticIndex
+from index.forgetting import Forgetting
 from index.maintenance import Maintainer
+from index.search.hnsw import SemanticIndex
 from index.settings import Settings
-from index.store import EntryStore
+from index.storage.decision_log import DecisionLog
+from index.storage.entries import EntryStore
+from service.admin_auth import check_admin, check_metrics
 from service.credentials import namespace_of
-from service.errors import Unauthorized
 from service.gateway import Gateway
 from service.metrics import Metrics
-from service.requests import bearer_token
 from service.runtime import Runtime
-
-ADMIN_COOKIE = "deja_admin"  # set by the labelling page, read by `require_admin`
 
 
 def _runtime(request: Request) -> Runtime:
@@ -63,6 +60,12 @@ def _maintainer(rt: RuntimeDep) -> Maintainer:
     return rt.maintainer
 
 
+async def _forgetting(rt: RuntimeDep) -> Forgetting:
+    """Forgetting with every buffered decision written first, so what an invalidation covers is in SQL."""
+    await run_in_threadpool(rt.flush_decisions)
+    return rt.forgetting
+
+
 def _metrics(rt: RuntimeDep) -> Metrics:
     return rt.metrics
 
@@ -73,18 +76,15 @@ DecisionLogDep = Annotated[DecisionLog, Depends(_decisions)]
 EntryStoreDep = Annotated[EntryStore, Depends(_entries)]
 IndexDep = Annotated[SemanticIndex, Depends(_index)]
 MaintainerDep = Annotated[Maintainer, Depends(_maintainer)]
+ForgettingDep = Annotated[Forgetting, Depends(_forgetting)]
 MetricsDep = Annotated[Metrics, Depends(_metrics)]
 NamespaceDep = Annotated[str | None, Depends(_namespace)]
 
 
-def is_admin_token(settings: Settings, given: str) -> bool:
-    """Constant-time check of `given` against the configured admin token (none configured: nobody is admin)."""
-    expected = settings.admin_token.get_secret_value() if settings.admin_token else ""
-    return bool(expected) and hmac.compare_digest(given.encode(), expected.encode())
+def require_admin(request: Request, rt: RuntimeDep) -> None:
+    """The admin token as a bearer header, or a label-page session (with its CSRF token to change state)."""
+    check_admin(request, rt.settings, rt.clock())
 
 
-def require_admin(request: Request, settings: SettingsDep) -> None:
-    """The admin token as a bearer header or as the labelling page's cookie."""
-    given = bearer_token(request.headers.get("authorization")) or request.cookies.get(ADMIN_COOKIE) or ""
-    if not is_admin_token(settings, given):
-        raise Unauthorized("A valid admin bearer token is required.")
+def require_metrics(request: Request, settings: SettingsDep) -> None:
+    check_metrics(request, settings)

@@ -5,7 +5,9 @@ Every error Deja answers itself says `X-Deja-Cache: error`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import ClassVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -24,6 +26,8 @@ class HttpError(DejaError):
 
     status = 500
     kind = "server_error"
+    # Extra response headers (a 401's `WWW-Authenticate`).
+    headers: ClassVar[Mapping[str, str]] = MappingProxyType({})
 
 
 class BadRequest(HttpError):
@@ -42,6 +46,12 @@ class PayloadTooLarge(BadRequest):
 class Unauthorized(HttpError):
     status = 401
     kind = "authentication_error"
+    headers: ClassVar[Mapping[str, str]] = MappingProxyType({"WWW-Authenticate": 'Bearer realm="deja"'})
+
+
+class Forbidden(HttpError):
+    status = 403
+    kind = "permission_error"
 
 
 class NotFound(HttpError):
@@ -80,7 +90,7 @@ def _json_error(message: str, kind: str, status: int, param: str | None = None,
 def to_response(exc: DejaError, shape: ErrorShape = openai_shape) -> JSONResponse:
     if isinstance(exc, HttpError):
         param = exc.param if isinstance(exc, BadRequest) else None
-        return _json_error(str(exc), exc.kind, exc.status, param, shape=shape)
+        return _json_error(str(exc), exc.kind, exc.status, param, headers=dict(exc.headers), shape=shape)
     if isinstance(exc, Overloaded):  # answered like an overloaded upstream: the client retries later
         return _json_error(str(exc), "server_overloaded", 503, headers={"Retry-After": str(exc.retry_after_seconds)},
                            shape=shape)
@@ -98,7 +108,7 @@ def validation_response(exc: RequestValidationError, shape: ErrorShape = openai_
     return _json_error(message, BadRequest.kind, BadRequest.status, param, shape=shape)
 
 
-_HTTP_KIND = {401: Unauthorized.kind, 403: "permission_error", 429: "rate_limit_error"}
+_HTTP_KIND = {401: Unauthorized.kind, 403: Forbidden.kind, 429: "rate_limit_error"}
 
 
 def http_response(exc: HTTPException, shape: ErrorShape = openai_shape) -> JSONResponse:

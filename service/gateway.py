@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import random
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable
@@ -23,13 +22,10 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from index import jsonio
-from index.decision_log import DecisionRecord, LabelSource
-from index.explore import Exploration
-from index.judge_rule import JUDGE_STAGE
-from index.keys import CacheKey, LookupMode, key_for
-from index.policy import MatchPolicy
-from index.records import CachedResponse, Lookup, QueryVectors, Verdict
-from index.rule import Reason
+from index.match.outcome import Lookup, Reason
+from index.records import CachedResponse, QueryVectors, Verdict
+from index.request.keys import CacheKey, LookupMode, key_for
+from index.storage.decision_log import DecisionRecord, LabelSource
 from service.credentials import NO_CREDENTIAL, namespace_of
 from service.dialects import Dialect, speaks_anthropic
 from service.dialects.base import UpstreamName
@@ -96,7 +92,7 @@ class Gateway:
         lookup = Lookup(Verdict.BYPASS)
         if exchange.key.mode is not LookupMode.BYPASS and exchange.directives.lookup:
             policy = self.rt.thresholds.policy_for(exchange.key.namespace)
-            lookup = self._explore(await run_in_threadpool(self.cache.lookup, exchange.key, policy), policy)
+            lookup = await run_in_threadpool(self.cache.lookup, exchange.key, policy)
             self._observe_lookup(exchange, lookup, policy.min_similarity)
             served = self._servable(exchange, lookup.response)
             if lookup.response is not None and served is not None:
@@ -120,14 +116,6 @@ class Gateway:
             key = dataclasses.replace(key, mode=LookupMode.BYPASS, mode_reason=NO_CREDENTIAL)
         return Exchange(uuid.uuid4().hex, dialect, raw, body, key, directives, dict(request.headers), started)
 
-    def _explore(self, lookup: Lookup, policy: MatchPolicy) -> Lookup:
-        """Judge mode: a would-be hit just above the bar may go upstream instead, to be labelled."""
-        judge = self.cache.judge
-        if not policy.judged or judge is None or lookup.verdict is not Verdict.SEMANTIC_HIT:
-            return lookup
-        budget = policy.max_false_hit_rate
-        return explored(lookup, judge.cut(budget), budget, self.rt.exploration, self.rt.draw())
-
     def _servable(self, exchange: Exchange, cached: CachedResponse | None) -> dict[str, Any] | None:
         max_age = exchange.directives.max_age
         if cached is None or (max_age is not None and self.rt.clock() - cached.created_at > max_age):
@@ -149,7 +137,7 @@ class Gateway:
             metrics.misses.labels(decision.reason.value).inc()
         self.rt.log_decision(DecisionRecord(
             exchange.request_id, exchange.key.namespace, exchange.key.model, exchange.key.prompt,
-            lookup.candidate_id, lookup.candidate_prompt, decision.similarity, min_similarity, decision.stages,
+            lookup.candidate_id, lookup.candidate_prompt, decision.similarity, min_similarity, decision.logged_stages(),
             lookup.verdict.value, decision.reason, decision.vetoed_by, self.rt.clock(), exchange.dialect.name))
 
     def _observe_time(self, exchange: Exchange, verdict: Verdict) -> None:
@@ -161,8 +149,13 @@ class Gateway:
         headers = {"X-Deja-Cache": verdict.value, "X-Deja-Request-Id": exchange.request_id}
         if lookup.similarity is not None:
             headers["X-Deja-Similarity"] = f"{lookup.similarity:.4f}"
-        if lookup.decision is not None and not lookup.decision.hit:  # the vetoing stage, or why not served
-            headers["X-Deja-Veto"] = lookup.decision.vetoed_by or lookup.decision.reason.value
+        decision = lookup.decision
+        if decision is not None:
+            headers["X-Deja-Reason"] = decision.reason.value
+            if decision.probability is not None and decision.bar is not None:
+                headers["X-Deja-Probability"] = f"{decision.probability:.4f}"
+            if not decision.hit:  # kept for older clients: the vetoing stage, or the reason (X-Deja-Reason)
+                headers["X-Deja-Veto"] = decision.vetoed_by or decision.reason.value
         if lookup.response is not None:
             headers["X-Deja-Entry"] = str(lookup.response.entry_id)
         if exchange.key.mode_reason:
@@ -173,7 +166,7 @@ class Gateway:
                            served: dict[str, Any]) -> Response:
         self._count_hit(exchange, lookup, cached)
         headers = self._headers(exchange, lookup, lookup.verdict)
-        if lookup.verdict is Verdict.SEMANTIC_HIT and random.random() < self.rt.settings.audit_rate:
+        if lookup.verdict is Verdict.SEMANTIC_HIT and self.rt.audit_draw() < self.rt.settings.audit_rate:
             self.labeler.audit(exchange.request_id, exchange.dialect, exchange.body, exchange.headers, cached.body)
         if exchange.stream:
             return StreamingResponse(_aiter(exchange.dialect.replay(served, exchange.body)),
@@ -301,19 +294,6 @@ def _upstream_json(content: bytes, exchange: Exchange) -> Any:
     except (ValueError, RecursionError) as exc:
         log.warning("upstream 200 with a broken JSON body (request %s): %s", exchange.request_id, exc)
         raise UpstreamError("The upstream answer was cut short or is not valid JSON; nothing was cached.") from exc
-
-
-def explored(lookup: Lookup, bar: float, max_false_hit_rate: float, exploration: Exploration, draw: float) -> Lookup:
-    """`lookup` as it is, or, for a judge's would-be hit that `exploration` picks (with `draw`, uniform in [0, 1)),
-    a miss whose decision says `explored`: it goes upstream and its answer is compared with the candidate's."""
-    decision = lookup.decision
-    if lookup.verdict is not Verdict.SEMANTIC_HIT or decision is None:
-        return lookup
-    p = next((s.score for s in decision.stages if s.stage == JUDGE_STAGE and s.score is not None), None)
-    if p is None or not exploration.explores(p, bar, max_false_hit_rate, draw):
-        return lookup
-    return dataclasses.replace(lookup, verdict=Verdict.MISS, response=None,
-                               decision=dataclasses.replace(decision, reason=Reason.EXPLORED))
 
 
 async def _aiter(chunks: Iterable[bytes]) -> AsyncIterator[bytes]:

@@ -14,24 +14,17 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from index.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
 from index.records import StoredEntry
-from index.store import EntryStore
-from service.deps import (
-    ADMIN_COOKIE,
-    DecisionLogDep,
-    EntryStoreDep,
-    RuntimeDep,
-    SettingsDep,
-    is_admin_token,
-    require_admin,
-)
+from index.storage.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
+from index.storage.entries import EntryStore
+from service.admin_auth import SESSION_COOKIE, csrf_token, is_admin_token, new_session
+from service.deps import DecisionLogDep, EntryStoreDep, RuntimeDep, require_admin
 from service.dialects import dialect_named
 from service.errors import NotFound, Unauthorized
 from service.json_input import JsonBodyRoute
 
 PAGE_PATH = "/deja/label"
-COOKIE = ADMIN_COOKIE
+COOKIE = SESSION_COOKIE
 # Pending decisions counted per refresh; past this the page says "1000+" instead of counting the whole log.
 COUNT_CAP = 1000
 
@@ -130,22 +123,26 @@ label_router = APIRouter()
 
 
 @label_router.get(PAGE_PATH, include_in_schema=False)
-async def label_page(request: Request, settings: SettingsDep, token: str | None = None) -> Response:
-    """`?token=` trades the admin token for an HttpOnly cookie and redirects, so the token leaves the URL bar
-    and history; without it the page needs the cookie (or a bearer header)."""
+async def label_page(request: Request, rt: RuntimeDep, token: str | None = None) -> Response:
+    """`?token=` trades the admin token for a session cookie (HttpOnly, SameSite=Strict, never the token) and
+    redirects, so the token leaves the URL bar and history; without it the page needs the session (or a bearer
+    header). The page carries its session's CSRF token, which its script sends with every label."""
+    settings = rt.settings
     if token is not None:
         if not is_admin_token(settings, token):
             raise Unauthorized("A valid admin token is required.")
         redirect = RedirectResponse(PAGE_PATH, status_code=303, headers={"Cache-Control": "no-store"})
-        redirect.set_cookie(COOKIE, token, path="/deja", httponly=True, samesite="strict",
-                            secure=request.url.scheme == "https")
+        redirect.set_cookie(COOKIE, new_session(settings, rt.clock()), max_age=int(settings.admin_session_seconds),
+                            path="/deja", httponly=True, samesite="strict", secure=request.url.scheme == "https")
         return redirect
-    require_admin(request, settings)
+    require_admin(request, rt)
+    session = request.cookies.get(COOKIE)
+    csrf = csrf_token(settings, session) if session else ""
     # Prompts are user text: the page only ever sets textContent, and the CSP admits our inline code alone.
     nonce = secrets.token_urlsafe(18)
     csp = (f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; connect-src 'self'; "
            "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
-    html = (await run_in_threadpool(_page_template)).replace("{{nonce}}", nonce)
+    html = (await run_in_threadpool(_page_template)).replace("{{nonce}}", nonce).replace("{{csrf}}", csrf)
     return HTMLResponse(html, headers={"Content-Security-Policy": csp, "Cache-Control": "no-store",
                                        "Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff"})
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
-from index.decision_log import Label, LabelSource
 from index.errors import Overloaded, StoreUnavailable
+from index.storage.decision_log import Label, LabelSource
 from service.dialects import Dialect
 from service.errors import UpstreamError
 from service.labels import compare_answers

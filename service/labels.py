@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from index.embedder import Embedder
+from index.embedding.embedder import Embedder
 
 
 def answer_text(completion: dict[str, Any] | None) -> str:

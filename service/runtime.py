@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import random
 import threading
@@ -17,22 +18,25 @@ import httpx
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
-from index.batching import BatchingConfig, BatchingEmbedder, Lane, available_cores, embedding_threads
 from index.cache import Cache, CacheConfig
-from index.decision_log import DecisionLog, DecisionRecord
-from index.embedder import Embedder, make_embedder
+from index.embedding.batching import BatchingConfig, BatchingEmbedder, Lane, available_cores, embedding_threads
+from index.embedding.embedder import Embedder, make_embedder
 from index.errors import StoreUnavailable
-from index.exact import ExactCache, LruExactCache, RedisExactCache
-from index.explore import Exploration
-from index.hnsw import SemanticIndex
-from index.judge import JudgeModelError, load_judge
-from index.judge_store import JudgeStore
+from index.forgetting import Forgetting, Retention
+from index.guards.registry import build_stages
+from index.judge.model import JudgeModelError, load_judge
 from index.maintenance import Maintainer
-from index.policy import MatchPolicy, build_policy
-from index.sharding import Shard
-from index.snapshot import SnapshotDir
-from index.stages import build_stages
-from index.store import EntryStore, make_engine
+from index.match.decide import Deciders
+from index.match.explore import Exploration
+from index.match.judged import PairJudge
+from index.match.policy import MatchPolicy
+from index.search.hnsw import SemanticIndex
+from index.search.sharding import Shard
+from index.search.snapshot import SnapshotDir
+from index.storage.decision_log import DecisionLog, DecisionRecord
+from index.storage.entries import EntryStore, display_url, make_engine
+from index.storage.exact import ExactCache, LruExactCache, RedisExactCache
+from index.storage.judge_models import JudgeStore
 from service.credentials import credential_policy
 from service.dialects.base import UpstreamName
 from service.metrics import Metrics
@@ -63,8 +67,11 @@ class Parts:
     exact: ExactCache | None = None
     # Wall-clock seconds (entry ages, TTLs, decision and label times).
     clock: Callable[[], float] = time.time
-    # Uniform draws in [0, 1) for exploration (tests pass a fixed one).
+    # Uniform draws in [0, 1) for exploration and for audits (tests pass fixed ones).
     draw: Callable[[], float] = random.random
+    audit_draw: Callable[[], float] = random.random
+    # The judge of judge mode; None = `load_judge(settings.judge_model)` (the shipped one by default).
+    judge: PairJudge | None = None
 
 
 def build_embedder(settings: Settings, model: Embedder | None = None) -> BatchingEmbedder:
@@ -94,8 +101,10 @@ class Thresholds:
         return self.policy.min_similarity
 
     def policy_for(self, namespace: str) -> MatchPolicy:
+        """The namespace's policy. A stored threshold is a cosine threshold: it applies in threshold mode only
+        (in judge mode the judge's bar decides, and its candidate floor is never a swept threshold)."""
         chosen = self.by_namespace.get(namespace) or self.by_namespace.get("*")
-        return self.policy.at(chosen[0]) if chosen else self.policy
+        return self.policy.at(chosen[0]) if chosen and not self.policy.judged else self.policy
 
 
 class Runtime:
@@ -114,24 +123,26 @@ class Runtime:
         self.snapshot = SnapshotDir(settings.data_dir / "snapshot")
         self.ready = threading.Event()
         self._last_snapshot = time.monotonic()
-        self.policy = build_policy(settings)
+        self.policy = settings.policy()
         config = CacheConfig(self.policy, settings.ttl_seconds, settings.candidates, settings.decision_log_floor,
                              Shard(settings.shard, settings.shards), settings.context_memo_size)
-        self.stages = build_stages(self.policy)
+        self.stages = build_stages(self.policy.stages)
         # A judge that cannot load stops start-up with its reason (JudgeModelError), like a bad setting would.
-        judge = load_judge(settings.judge_model) if self.policy.judged else None
+        judge = (parts.judge or load_judge(settings.judge_model)) if self.policy.judged else None
         # The judge of the settings (or shipped); a judge fitted from traffic and applied replaces it live.
         self.prior_judge = judge
         self.judges = JudgeStore(self.engine)
         self.judge_in_force: str | None = None
-        self.exploration = Exploration(settings.explore_rate)
-        self.draw = parts.draw
+        self.audit_draw = parts.audit_draw
+        deciders = Deciders(self.stages, None, judge, Exploration(settings.explore_rate),
+                            parts.draw)
         self.cache = Cache(parts.exact or build_exact(settings), self.store, SemanticIndex(self.embedder.dim),
-                           self.embedder, config,
-                           self.stages, clock=self.clock, judge=judge)
+                           self.embedder, config, deciders, clock=self.clock)
         self.maintainer = Maintainer(self.cache, settings.max_entries, clock=self.clock,
                                      recount_seconds=settings.recount_interval_seconds)
         self.decisions = DecisionLog(self.engine)
+        retention = Retention(settings.decision_log_days, settings.label_days, settings.tombstone_days)
+        self.forgetting = Forgetting(self.engine, self.maintainer, retention, self.clock)
         self.thresholds = Thresholds(self.policy)
         self.upstream = build_upstream(settings, settings.upstream_url, parts.transport)
         self.anthropic_upstream = build_upstream(settings, settings.anthropic_upstream_url, parts.transport)
@@ -211,6 +222,7 @@ class Runtime:
         self.maintainer.sync()
         if evict:
             self.metrics.evictions.inc(self.maintainer.evict())
+            self.forgetting.sweep()
             self._label_metrics()
             if self.policy.judged:
                 self.cache.histories = self.decisions.entry_histories()
@@ -233,9 +245,33 @@ class Runtime:
         except JudgeModelError as exc:
             log.error("judge %s not put in force, keeping the one in force: %s", version, exc)
             return
-        self.cache.judge = judge
+        self.cache.deciders = dataclasses.replace(self.cache.deciders, judge=judge)
         self.judge_in_force = version
         log.info("judge in force: %s", judge.version)
+
+    def describe(self) -> str:
+        """The start-up block `deja serve` logs: what was loaded, where the data lives, what decides."""
+        s, judge = self.settings, self.cache.deciders.judge
+        if self.policy.judged and judge is not None:
+            decision = (f"judge {judge.version} at a false-hit budget of {self.policy.max_false_hit_rate:g} (bar "
+                        f"{judge.cut(self.policy.max_false_hit_rate):.3f}), candidates >= "
+                        f"{self.policy.min_similarity:g}; conversations: cosine >= "
+                        f"{self.policy.conversation_threshold:g}")
+        else:
+            decision = f"cosine threshold {self.policy.min_similarity:g} then guards {', '.join(self.policy.stages)}"
+        ttl = "forever" if s.ttl_seconds is None else f"{s.ttl_seconds:g} s"
+        lines = [
+            "Deja ready to start",
+            f"  embedder   {self.embedder.model_id} ({s.embedder.value})",
+            f"  decision   {decision}",
+            f"  entries    {display_url(s.sql_url)} (ttl {ttl}, at most {s.max_entries or 'unlimited'})",
+            f"  exact tier {'redis ' + display_url(s.redis_url) if s.redis_url else 'in-process LRU'}",
+            f"  data dir   {s.data_dir.resolve()}",
+            f"  upstreams  chat/responses {s.upstream_url}, messages {s.anthropic_upstream_url}",
+            f"  labels     audits {s.audit_rate:g} of semantic hits, exploration {s.explore_rate:g}, admin "
+            f"{'on' if s.admin_token else 'off (no DEJA_ADMIN_TOKEN)'}",
+        ]
+        return "\n".join(lines)
 
     def stats(self) -> dict[str, Any]:
         """What `/deja/stats` shows, in a worker thread (it counts entries and labels in SQL)."""

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from index.cache import Cache, CacheConfig
-from index.embedder import Embedder, HashEmbedder
-from index.exact import LruExactCache
-from index.hnsw import SemanticIndex
-from index.policy import MatchPolicy
-from index.store import EntryStore, make_engine
+from index.embedding.embedder import Embedder, HashEmbedder
+from index.match.policy import MatchPolicy
+from index.search.hnsw import SemanticIndex
+from index.storage.entries import EntryStore, make_engine
+from index.storage.exact import LruExactCache
 
 ANSWER = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}
 

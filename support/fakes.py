@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from index.stages import StageResult
+from index.guards.stages import StageResult
 
 
 class WordVeto:

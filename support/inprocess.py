@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections import deque
 from collections.abc import AsyncIterator
@@ -14,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from index.embedder import HashEmbedder
+from index.embedding.embedder import HashEmbedder
 from service.app import create_app
 from service.runtime import Parts, Runtime
 from service.settings import Settings
@@ -113,8 +114,10 @@ class InProcessGateway:
 
 
 @asynccontextmanager
-async def inprocess_gateway(tmp_path: Path, **settings: Any) -> AsyncIterator[InProcessGateway]:
-    """The app with its lifespan, reached through `httpx.ASGITransport`; `settings` override `Settings` fields."""
+async def inprocess_gateway(tmp_path: Path, parts: Parts | None = None, **settings: Any
+                            ) -> AsyncIterator[InProcessGateway]:
+    """The app with its lifespan, reached through `httpx.ASGITransport`; `settings` override `Settings` fields;
+    `parts` (its embedder, transport and clock are always the test's own) passes a judge or fixed draws."""
     upstream, clock = MockUpstream(), Clock()
     config = Settings(**{"data_dir": tmp_path, "namespace_secret": "test-secret", "admin_token": ADMIN_TOKEN,
                          "upstream_url": "http://upstream.test", "anthropic_upstream_url": "http://anthropic.test",
@@ -122,7 +125,9 @@ async def inprocess_gateway(tmp_path: Path, **settings: Any) -> AsyncIterator[In
                          # judge (the default decision) pass decision="judge"
                          "audit_rate": 0.0, "explore_rate": 0.0, "decision": "threshold",
                          **settings})
-    app = create_app(config, Parts(embedder=HashEmbedder(dim=256), transport=upstream.transport, clock=clock))
+    base = parts or Parts()
+    app = create_app(config, dataclasses.replace(base, embedder=HashEmbedder(dim=256), transport=upstream.transport,
+                                                 clock=clock))
     async with app.router.lifespan_context(app):
         await asyncio.to_thread(app.state.runtime.ready.wait, 30)  # the index loads in the background
         transport = httpx.ASGITransport(app=app)

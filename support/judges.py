@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from index.judge import Judge
-from index.judge_features import JudgeInput, feature_matrix
-from index.judge_fit import TrainingPlan, calibrate, held_out, train
+from index.judge.features import JudgeInput, feature_matrix
+from index.judge.fit import TrainingPlan, calibrate, held_out, train
+from index.judge.model import Judge
 
 # Near-twin intents: each pair shares most words and needs another answer.
 WORDINGS = {

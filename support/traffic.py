@@ -127,8 +127,9 @@ def eval_sweep(*args: str) -> dict[str, Any]:
 
 
 def traffic_sweep(database_url: str, target: float, *extra: str) -> dict[str, Any]:
-    return eval_sweep("--traffic", "--database-url", database_url, "--threshold", THRESHOLDS,
-                      "--max-false-hit-rate", str(target), *extra)
+    # The loop's gateway runs the cosine rule (threshold mode), whose thresholds --apply stores.
+    return eval_sweep("--traffic", "--database-url", database_url, "--threshold", THRESHOLDS, "--decision",
+                      "threshold", "--max-false-hit-rate", str(target), *extra)
 
 
 def pairs_sweep(target: float) -> dict[str, Any]:

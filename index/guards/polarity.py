@@ -10,8 +10,8 @@ from functools import lru_cache
 from itertools import pairwise
 
 from index.guards.lexicon import Lexicon, load
+from index.guards.stages import StageResult
 from index.guards.text import CACHE_SIZE, FUNCTION_WORDS, differing_spans, stem, words
-from index.stages import StageResult
 
 NEGATION_CUES = frozenset(
     {"not", "no", "never", "without", "none", "nobody", "nothing", "neither", "nor", "nowhere", "noone", "non"}

@@ -12,9 +12,9 @@ from functools import lru_cache
 
 from index.guards.extract import Extractor, Value
 from index.guards.lexicon import Lexicon, load
+from index.guards.stages import StageResult
 from index.guards.terms import TermCheck
 from index.guards.text import CACHE_SIZE, words
-from index.stages import StageResult
 
 _WORD = re.compile(r"[\w.+#$€£¥%°-]+")
 _INITIALS_SKIP = frozenset({"of", "the", "and", "for", "a", "an", "to", "in", "on", "&"})

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
-from index.keys import CanonicalRequest
+from index.request.keys import CanonicalRequest
 
 
 class UpstreamName(StrEnum):

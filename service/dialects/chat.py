@@ -1,5 +1,5 @@
 """OpenAI Chat Completions (`POST /v1/chat/completions`): the first dialect; its stream shapes live in
-`service.sse`, its keys in `index.keys.chat_request` (eval keys chat bodies too)."""
+`service.sse`, its keys in `index.request.keys.chat_request` (eval keys chat bodies too)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from index.keys import CanonicalRequest, chat_request
+from index.request.keys import CanonicalRequest, chat_request
 from service.dialects.base import Accumulator, UpstreamName
 from service.errors import error_body
 from service.labels import answer_text

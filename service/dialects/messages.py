@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from index.keys import CanonicalRequest
+from index.request.keys import CanonicalRequest
 from service.dialects.base import Accumulator, SseDecoder, UpstreamName, parse_data, sse, without_none
 from service.json_input import validate
 

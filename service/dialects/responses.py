@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from index.keys import CanonicalRequest, LookupMode
+from index.request.keys import CanonicalRequest, LookupMode
 from service.dialects.base import Accumulator, SseDecoder, UpstreamName, parse_data, sse, without_none
 from service.dialects.chat import openai_error
 from service.json_input import validate

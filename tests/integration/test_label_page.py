@@ -106,29 +106,32 @@ def test_admin_labels_a_vetoed_near_miss_and_a_semantic_hit_in_the_browser(gatew
     assert after["progress"] == {"labelled": 2, "pending": 0, "pending_capped": False, "total": 2}
 
 
-def test_token_in_the_url_becomes_a_strict_httponly_cookie(gateway: GatewayProcess) -> None:
+def test_token_in_the_url_becomes_a_strict_httponly_session_cookie(gateway: GatewayProcess) -> None:
     response = httpx.get(gateway.url + "/deja/label", params={"token": "admin-secret"})
     assert response.status_code == 303 and response.headers["location"] == "/deja/label"
     cookie = response.headers["set-cookie"].lower()
-    assert cookie.startswith("deja_admin=admin-secret;")
+    assert cookie.startswith("deja_admin=") and "admin-secret" not in cookie  # a derived session, not the token
     assert "httponly" in cookie and "samesite=strict" in cookie and "path=/deja" in cookie
-    page = httpx.get(gateway.url + "/deja/label", cookies={"deja_admin": "admin-secret"})
+    page = httpx.get(gateway.url + "/deja/label", cookies={"deja_admin": response.cookies["deja_admin"]})
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert "Same answer (S / →)" in page.text and "Different (D / ←)" in page.text
     assert "script-src 'nonce-" in page.headers["content-security-policy"]
+    assert httpx.get(gateway.url + "/deja/label", cookies={"deja_admin": "admin-secret"}).status_code == 401
 
 
 @pytest.mark.parametrize("request_kwargs", [
     {},
     {"params": {"token": "wrong"}},
     {"cookies": {"deja_admin": "wrong"}},
+    {"cookies": {"deja_admin": "admin-secret"}},
     {"headers": {"Authorization": "Bearer wrong"}},
-], ids=["no-token", "wrong-token-in-url", "wrong-cookie", "wrong-bearer"])
+], ids=["no-token", "wrong-token-in-url", "wrong-cookie", "token-as-cookie", "wrong-bearer"])
 def test_page_without_a_valid_token_is_a_401_in_openai_shape(gateway: GatewayProcess,
                                                              request_kwargs: dict[str, Any]) -> None:
     response = httpx.get(gateway.url + "/deja/label", **request_kwargs)
     assert response.status_code == 401
     assert response.json()["error"]["type"] == "authentication_error"
+    assert response.headers["www-authenticate"] == 'Bearer realm="deja"'
     assert "set-cookie" not in response.headers
 
 

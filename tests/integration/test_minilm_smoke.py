@@ -8,7 +8,7 @@ import pytest
 
 from eval.datasets import load_pairs
 from eval.sweep import SweepConfig, build_report, score_pairs
-from index.embedder import MiniLMEmbedder
+from index.embedding.embedder import MiniLMEmbedder
 
 FIXTURES = Path(__file__).parents[1] / "unit" / "eval" / "fixtures"
 

@@ -16,8 +16,8 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from index.errors import StoreUnavailable
-from index.exact import RedisExactCache
 from index.records import CachedResponse
+from index.storage.exact import RedisExactCache
 from support.services import free_port
 
 pytestmark = [pytest.mark.integration,

@@ -45,7 +45,7 @@ def test_restart_loads_the_snapshot_catches_up_and_a_damaged_one_is_rebuilt(
         assert ask(gateway, key, "What is the weather like in Paris in spring?") == "miss"
         gateway.stop()
 
-        graph = tmp_path / "snapshot" / "index.hnsw"
+        graph = tmp_path / "snapshot" / "index.search.hnsw"
         graph.write_bytes(graph.read_bytes()[: graph.stat().st_size // 2])  # a crash mid-write, say
         gateway.log_path.write_text("")
         gateway.start()

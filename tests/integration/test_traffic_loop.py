@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from eval.traffic import ALL_NAMESPACES, decision_log
-from index.decision_log import LabeledDecision, LabelSource
+from index.storage.decision_log import LabeledDecision, LabelSource
 from support.traffic import (
     LOOSE_MIN_SIMILARITY,
     Deployment,

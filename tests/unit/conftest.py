@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from threadpoolctl import threadpool_limits
 
-from index.judge import Judge
+from index.judge.model import Judge
 from support.judges import small_judge
 
 

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-import types
-
 import pytest
 
-from index.errors import StageUnavailable
-from index.policy import DecisionMode, MatchPolicy, build_policy
+from index.guards.registry import build_stages
+from index.guards.stages import MemoStage, StageResult, parse_stage_names
+from index.match.policy import DecisionMode
 from index.settings import Settings
-from index.stages import MemoStage, Stage, StageResult, build_stages, parse_stage_names
 
 
 class Named:
@@ -23,37 +20,16 @@ class Named:
         return StageResult(self.name, query == cached)
 
 
-def _fake_guards(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool, bool]]:
-    """Install a stand-in `index.guards` exporting `rule_stages`; returns the calls it receives."""
-    calls: list[tuple[bool, bool]] = []
-
-    def rule_stages(polarity: bool, values: bool) -> tuple[Stage, ...]:
-        calls.append((polarity, values))
-        return tuple(Named(name) for name, on in (("polarity", polarity), ("values", values)) if on)
-
-    module = types.ModuleType("index.guards")
-    module.rule_stages = rule_stages  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "index.guards", module)
-    return calls
+def test_the_default_stages_are_every_rule_stage_in_gateway_order() -> None:
+    assert Settings(decision=DecisionMode.THRESHOLD).policy().stages == ("polarity", "values")
+    assert Settings().policy().stages == ("polarity", "values")  # judge mode: for conversations
+    assert [s.name for s in build_stages(("values", "polarity"))] == ["polarity", "values"]  # gateway order
+    assert [s.name for s in build_stages(("values",))] == ["values"]
 
 
-def _policy(*stages: str) -> MatchPolicy:
-    return MatchPolicy(0.9, stages=stages)
-
-
-def test_a_stage_that_cannot_load_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "index.guards", None)
-    with pytest.raises(StageUnavailable, match="could not be loaded"):
-        build_stages(_policy("polarity"))
-
-
-def test_with_guards_the_default_is_every_rule_stage(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = _fake_guards(monkeypatch)
-    assert build_policy(Settings(decision=DecisionMode.THRESHOLD)).stages == ("polarity", "values")
-    assert build_policy(Settings()).stages == ("polarity", "values")  # judge mode: for conversations
-    assert [s.name for s in build_stages(_policy("values", "polarity"))] == ["polarity", "values"]  # gateway order
-    assert [s.name for s in build_stages(_policy("values"))] == ["values"]
-    assert calls[-1] == (False, True)
+def test_an_unknown_stage_cannot_be_built() -> None:
+    with pytest.raises(ValueError, match="unknown stage 'verifier'"):
+        build_stages(("verifier",))
 
 
 @pytest.mark.parametrize(
@@ -74,7 +50,7 @@ def test_unknown_stage_name_is_rejected() -> None:
 
 
 def test_no_stage_names_build_no_stages() -> None:
-    assert build_stages(_policy()) == ()
+    assert build_stages(()) == ()
 
 
 def test_memo_stage_checks_each_pair_once() -> None:

@@ -11,13 +11,13 @@ from typer.testing import CliRunner
 from eval.cli import app
 from eval.fit import FitError, Validation, _compare, fit_traffic
 from eval.refit import refit_judge
-from index.decision_log import DecisionLog, DecisionRecord, Label, LabeledDecision, LabelSource
-from index.judge import Judge
-from index.judge_features import JudgeInput
-from index.judge_store import JudgeStore
-from index.migrate import upgrade
-from index.rule import Reason
-from index.store import make_engine
+from index.judge.features import JudgeInput
+from index.judge.model import Judge
+from index.match.threshold import Reason
+from index.storage.decision_log import DecisionLog, DecisionRecord, Label, LabeledDecision, LabelSource
+from index.storage.entries import make_engine
+from index.storage.judge_models import JudgeStore
+from index.storage.migrate import upgrade
 
 # Same-answer rewordings and one-word flips that need another answer, as a live log would hold them.
 SAME = [("how do i freeze my card {}", "freeze my card please {}", 0.90),

@@ -9,8 +9,8 @@ import pytest
 
 from eval.datasets import StreamRequest
 from eval.learn import LearnConfig, run_learn
-from index.explore import Exploration
-from index.judge import Judge, load_judge
+from index.judge.model import Judge, load_judge
+from index.match.explore import Exploration
 from support.judges import WORDINGS, BagOfWords
 
 

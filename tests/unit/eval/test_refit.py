@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from eval.refit import refit_judge
-from index.judge import Judge
-from index.judge_features import JudgeInput
+from index.judge.features import JudgeInput
+from index.judge.model import Judge
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 from eval.datasets import StreamRequest, load_stream
 from eval.replay import ReplayConfig, answer_text, run_replay, stub_upstream
-from index.embedder import HashEmbedder
+from index.embedding.embedder import HashEmbedder
 from support.fakes import WordVeto
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -10,7 +10,7 @@ from eval.datasets import Conversation, LabeledPair
 from eval.report import html_page, plot_png, to_json, write_outputs
 from eval.sweep import ScoredPair, SweepConfig, SweepReport, build_report
 from eval.tables import choice_line, stage_table, sweep_table
-from index.stages import StageResult
+from index.guards.stages import StageResult
 
 
 class NotVeto:

@@ -18,7 +18,7 @@ from eval.sweep import (
     run_sweep,
     score_pairs,
 )
-from index.embedder import HashEmbedder, Vector
+from index.embedding.embedder import HashEmbedder, Vector
 from support.fakes import WordVeto
 
 

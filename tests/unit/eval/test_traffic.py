@@ -20,10 +20,10 @@ from typer.testing import CliRunner
 from eval.cli import app
 from eval.sweep import SweepConfig
 from eval.traffic import ALL_NAMESPACES, SAME_ANSWER_KIND, decision_log, scored_decisions, traffic_report
-from index.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
-from index.rule import Reason
-from index.schema import metadata
-from index.store import make_engine
+from index.match.threshold import Reason
+from index.storage.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
+from index.storage.entries import make_engine
+from index.storage.schema import metadata
 from support.fakes import WordVeto
 
 PAIRS = str(Path(__file__).parent / "fixtures" / "pairs.jsonl")
@@ -67,8 +67,9 @@ def url(tmp_path: Path) -> str:
 
 
 def _run(*args: str, env: dict[str, str | None] | None = None) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, ["sweep", "--traffic", "--stages", "none", "--threshold", THRESHOLDS, *args],
-                                env=env)
+    # Threshold mode: --apply stores cosine thresholds, what that mode serves by (judge mode refuses --apply).
+    result = CliRunner().invoke(app, ["sweep", "--traffic", "--stages", "none", "--threshold", THRESHOLDS,
+                                      "--decision", "threshold", *args], env=env)
     return result.exit_code, result.stdout, result.stderr
 
 

@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from index.batching import BatchingConfig, BatchingEmbedder, Lane, should_linger
-from index.embedder import HashEmbedder, Vector
+from index.embedding.batching import BatchingConfig, BatchingEmbedder, Lane, should_linger
+from index.embedding.embedder import HashEmbedder, Vector
 from index.errors import Overloaded
 
 

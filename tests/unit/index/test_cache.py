@@ -8,15 +8,16 @@ from typing import Any
 import pytest
 
 from index.cache import Cache, CacheConfig
-from index.embedder import HashEmbedder
+from index.embedding.embedder import HashEmbedder
 from index.errors import StoreUnavailable
-from index.exact import LruExactCache
-from index.hnsw import SemanticIndex
-from index.keys import build_key
-from index.policy import MatchPolicy
+from index.guards.stages import StageResult
+from index.match.decide import Deciders
+from index.match.policy import MatchPolicy
 from index.records import Verdict
-from index.stages import StageResult
-from index.store import EntryStore, make_engine
+from index.request.keys import build_key
+from index.search.hnsw import SemanticIndex
+from index.storage.entries import EntryStore, make_engine
+from index.storage.exact import LruExactCache
 
 
 class CountingEmbedder(HashEmbedder):
@@ -42,7 +43,7 @@ def make_cache(tmp_path: Path, clock: Any = None, ttl: float | None = None) -> t
     store.create_schema()
     kwargs = {"clock": clock} if clock else {}
     cache = Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder,
-                  CacheConfig(MatchPolicy(0.7), ttl_seconds=ttl), (VetoWord(),), **kwargs)
+                  CacheConfig(MatchPolicy(0.7), ttl_seconds=ttl), Deciders((VetoWord(),)), **kwargs)
     return cache, embedder
 
 
@@ -147,27 +148,30 @@ def test_a_failed_sql_call_is_store_unavailable_naming_what_failed(tmp_path: Pat
 
 def _judge_cache(tmp_path: Path, budget: float) -> Cache:
     """Judge mode with the shipped prior and the hash embedder: the pipeline, not the model, is under test."""
-    from index.judge import load_judge
-    from index.policy import DecisionMode
+    from index.judge.model import load_judge
+    from index.match.policy import DecisionMode
 
     store = EntryStore(make_engine(f"sqlite:///{tmp_path / 'db.sqlite'}"))
     store.create_schema()
     embedder = HashEmbedder()
     policy = MatchPolicy(0.5, decision=DecisionMode.JUDGE, max_false_hit_rate=budget)
     return Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder, CacheConfig(policy),
-                 judge=load_judge())
+                 Deciders(judge=load_judge()))
 
 
 def test_judge_mode_records_the_judges_version_probability_and_bar(tmp_path: Path) -> None:
-    from index.rule import Reason
+    from index.match.outcome import Reason
 
     cache = _judge_cache(tmp_path, 0.05)
     cache.store_answer(build_key("ns", body("how do I enable gzip in nginx")), answer("cached"))
     lookup = cache.lookup(build_key("ns", body("how do I not enable gzip in nginx")))
     assert lookup.decision is not None and lookup.candidate_prompt == "how do I enable gzip in nginx"
-    (result,) = lookup.decision.stages
-    assert result.stage == "judge" and result.score is not None and 0.0 <= result.score <= 1.0
-    assert result.reason.startswith(cache.judge.version if cache.judge else "?") and "bar=" in result.reason
+    decision = lookup.decision
+    assert decision.probability is not None and 0.0 <= decision.probability <= 1.0
+    assert decision.bar is not None and decision.probability < decision.bar
+    (result,) = decision.logged_stages()
+    assert result.stage == "judge" and result.score == decision.probability
+    assert cache.deciders.judge is not None and result.reason.startswith(cache.deciders.judge.version)
     assert lookup.verdict is Verdict.MISS and lookup.decision.reason is Reason.BELOW_BAR
     assert lookup.decision.vetoed_by is None  # a judge miss is not a stage veto
 
@@ -177,11 +181,13 @@ def test_judge_mode_serves_a_candidate_whose_probability_clears_the_bar(tmp_path
     cache.store_answer(build_key("ns", body("How do I enable gzip compression in nginx?")), answer("cached"))
     lookup = cache.lookup(build_key("ns", body("how do I enable gzip compression in nginx")))
     assert lookup.verdict is Verdict.SEMANTIC_HIT and lookup.response is not None
-    assert lookup.decision is not None and lookup.decision.stages[0].passed
+    assert lookup.decision is not None and lookup.decision.hit
+    assert lookup.decision.probability is not None and lookup.decision.bar is not None
+    assert lookup.decision.probability >= lookup.decision.bar
 
 
 def test_judge_mode_needs_a_judge(tmp_path: Path) -> None:
-    from index.policy import DecisionMode
+    from index.match.policy import DecisionMode
 
     store = EntryStore(make_engine(f"sqlite:///{tmp_path / 'db.sqlite'}"))
     with pytest.raises(ValueError, match="judge"):

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from index.context_memo import ContextMemo
-from index.embedder import HashEmbedder, Vector
-from index.keys import build_key
+from index.embedding.embedder import HashEmbedder, Vector
+from index.embedding.memo import ContextMemo
+from index.request.keys import build_key
 from support.caches import ANSWER, sqlite_cache
 
 

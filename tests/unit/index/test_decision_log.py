@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from index.decision_log import DecisionLog, DecisionRecord
-from index.rule import Reason
-from index.store import EntryStore, make_engine
+from index.match.threshold import Reason
+from index.storage.decision_log import DecisionLog, DecisionRecord
+from index.storage.entries import EntryStore, make_engine
 
 
 @pytest.mark.parametrize(
@@ -34,8 +34,8 @@ def test_reason_and_vetoing_stage_survive_the_round_trip(tmp_path: Path, reason:
 
 
 def test_entry_histories_count_serves_and_labels_by_precedence(tmp_path: Path) -> None:
-    from index.decision_log import Label, LabelSource
-    from index.judge_features import EntryHistory
+    from index.judge.features import EntryHistory
+    from index.storage.decision_log import Label, LabelSource
 
     engine = make_engine(f"sqlite:///{tmp_path / 'log.db'}")
     EntryStore(engine).create_schema()

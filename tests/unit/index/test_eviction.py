@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from index.cache import Cache
-from index.keys import build_key
 from index.maintenance import Maintainer
-from index.store import CountMark, EntryStore
+from index.request.keys import build_key
+from index.storage.entries import CountMark, EntryStore
 from support.caches import ANSWER, chat_body, sqlite_cache
 
 

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from index.explore import Exploration
+from index.match.explore import Exploration
 
 
 def test_below_the_bar_or_well_above_it_nothing_is_explored() -> None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from index.guards import PolarityStage, ValueStage, rule_stages
-from index.stages import StageResult
+from index.guards.polarity import PolarityStage
+from index.guards.registry import build_stages
+from index.guards.stages import StageResult
+from index.guards.values import ValueStage
 
 # (id, query, cached): a negation or a reversal separates them.
 POLARITY_VETOES = [
@@ -266,5 +268,6 @@ def test_results_name_their_stage(polarity: PolarityStage, values: ValueStage) -
     [((True, True), ["polarity", "values"]), ((True, False), ["polarity"]), ((False, True), ["values"]),
      ((False, False), [])],
 )
-def test_rule_stages_builds_the_enabled_stages(flags: tuple[bool, bool], names: list[str]) -> None:
-    assert [stage.name for stage in rule_stages(*flags)] == names
+def test_build_stages_builds_the_enabled_stages(flags: tuple[bool, bool], names: list[str]) -> None:
+    wanted = [name for name, on in zip(("polarity", "values"), flags, strict=True) if on]
+    assert [stage.name for stage in build_stages(wanted)] == names

@@ -3,9 +3,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from index.exact import LruExactCache
-from index.hnsw import HnswParams, SemanticIndex
 from index.records import CachedResponse
+from index.search.hnsw import HnswParams, SemanticIndex
+from index.storage.exact import LruExactCache
 
 
 def unit_vectors(n: int, dim: int = 16, seed: int = 0) -> np.ndarray:

@@ -10,7 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from index.judge import (
+from index.judge.features import FEATURE_NAMES, judge_features
+from index.judge.fit import fit
+from index.judge.model import (
     METADATA_FILE,
     NEVER,
     Calibration,
@@ -19,11 +21,9 @@ from index.judge import (
     JudgeInput,
     JudgeModelError,
     false_hit_upper,
-    fit_judge,
     load_judge,
     save_judge,
 )
-from index.judge_features import FEATURE_NAMES, judge_features
 
 
 def _feature(item: JudgeInput, name: str) -> float:
@@ -138,7 +138,7 @@ def _toy_items(n: int, seed: int) -> tuple[list[JudgeInput], list[int]]:
 @pytest.fixture(scope="module")
 def toy_judge() -> Judge:
     items, labels = _toy_items(240, seed=3)
-    return fit_judge(items, labels, prior=None, seed=7)
+    return fit(items, labels, prior=None, seed=7)
 
 
 def test_fitted_judge_separates_negations_from_paraphrases(toy_judge: Judge) -> None:
@@ -152,8 +152,8 @@ def test_fitted_judge_separates_negations_from_paraphrases(toy_judge: Judge) -> 
 
 def test_fit_is_reproducible_for_a_seed() -> None:
     items, labels = _toy_items(120, seed=5)
-    a = fit_judge(items, labels, prior=None, seed=11)
-    b = fit_judge(items, labels, prior=None, seed=11)
+    a = fit(items, labels, prior=None, seed=11)
+    b = fit(items, labels, prior=None, seed=11)
     assert a.version == b.version
     np.testing.assert_array_equal(a.probabilities(items), b.probabilities(items))
 
@@ -161,7 +161,7 @@ def test_fit_is_reproducible_for_a_seed() -> None:
 def test_fit_needs_both_labels() -> None:
     items, _ = _toy_items(30, seed=1)
     with pytest.raises(ValueError, match="both"):
-        fit_judge(items, [1] * len(items), prior=None, seed=0)
+        fit(items, [1] * len(items), prior=None, seed=0)
 
 
 def test_save_and_load_round_trip_keeps_probabilities_and_version(toy_judge: Judge, tmp_path: Path) -> None:
@@ -175,7 +175,7 @@ def test_save_and_load_round_trip_keeps_probabilities_and_version(toy_judge: Jud
 
 def test_refit_on_top_of_a_prior_keeps_the_prior_and_round_trips(toy_judge: Judge, tmp_path: Path) -> None:
     items, labels = _toy_items(90, seed=21)
-    refit = fit_judge(items, labels, prior=toy_judge, seed=2)
+    refit = fit(items, labels, prior=toy_judge, seed=2)
     assert refit.prior is toy_judge and refit.version != toy_judge.version
     save_judge(refit, tmp_path)
     loaded = load_judge(tmp_path)
@@ -195,7 +195,7 @@ def test_loading_a_judge_trained_on_other_features_is_refused(toy_judge: Judge, 
 def test_numpy_forest_scores_exactly_like_scikit_learn() -> None:
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    from index.judge_fit import to_forest
+    from index.judge.fit import to_forest
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(400, 6))

@@ -7,8 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from index.judge import Calibration, Forest, Isotonic, Judge
-from index.judge_rule import JudgedCandidate, JudgeSetup, judge, margins
+from index.judge.model import Calibration, Forest, Isotonic, Judge
+from index.match.judged import JudgeSetup, judge, margins
+from index.match.outcome import Candidate
 
 
 class _SimilarityForest(Forest):
@@ -38,15 +39,15 @@ def test_margins_are_over_the_best_other_candidate() -> None:
 def test_serves_the_most_probable_candidate_that_clears_the_bar(setup: JudgeSetup) -> None:
     bar = setup.judge.cut(0.02)
     assert 0.0 < bar < 1.0
-    candidates = [JudgedCandidate(1, "a", 0.97), JudgedCandidate(2, "b", 0.99), JudgedCandidate(3, "c", 1.0)]
+    candidates = [Candidate(1, "a", 0.97), Candidate(2, "b", 0.99), Candidate(3, "c", 1.0)]
     result = judge("q", candidates, setup)
     assert len(result.candidates) == 2  # only the top K are scored
     assert result.hit and result.candidates[result.chosen or 0].entry_id == 2
-    assert result.version == "judge-test" and "p=" in result.note() and "bar=" in result.note()
+    assert result.version == "judge-test" and result.probability is not None and result.bar == bar
 
 
 def test_misses_when_no_candidate_clears_the_bar(setup: JudgeSetup) -> None:
-    result = judge("q", [JudgedCandidate(1, "a", 0.6)], setup)
+    result = judge("q", [Candidate(1, "a", 0.6)], setup)
     assert not result.hit and result.chosen is None and result.best == 0
     assert result.probability is not None and result.probability < result.bar
 

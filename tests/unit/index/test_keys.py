@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from index.keys import ContextMatch, LookupMode, build_key, namespace_for
+from index.request.keys import ContextMatch, LookupMode, build_key, namespace_for
 
 BODY: dict[str, Any] = {
     "model": "gpt-4o-mini", "temperature": 0.2,

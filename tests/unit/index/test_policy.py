@@ -4,40 +4,41 @@ from __future__ import annotations
 
 import pytest
 
-from index.judge_rule import DEFAULT_JUDGE_CANDIDATES, DEFAULT_JUDGE_MIN_SIMILARITY, DEFAULT_MAX_FALSE_HIT_RATE
-from index.keys import ContextMatch
-from index.policy import (
+from index.match.policy import (
+    DEFAULT_JUDGE_CANDIDATES,
+    DEFAULT_JUDGE_MIN_SIMILARITY,
+    DEFAULT_MAX_FALSE_HIT_RATE,
     DEFAULT_MIN_CONTEXT_SIMILARITY,
     DEFAULT_MIN_SIMILARITY,
     DecisionMode,
     MatchPolicy,
-    build_policy,
 )
+from index.request.keys import ContextMatch
 from index.settings import Settings
 
 
 def test_default_settings_give_the_documented_policy() -> None:
-    assert build_policy(Settings()) == MatchPolicy(
-        DEFAULT_JUDGE_MIN_SIMILARITY, DEFAULT_MIN_CONTEXT_SIMILARITY, ("polarity", "values"), None,
+    assert Settings().policy() == MatchPolicy(
+        DEFAULT_JUDGE_MIN_SIMILARITY, DEFAULT_MIN_CONTEXT_SIMILARITY, ("polarity", "values"),
         ContextMatch.SEMANTIC, DecisionMode.JUDGE, DEFAULT_MAX_FALSE_HIT_RATE, DEFAULT_JUDGE_CANDIDATES)
 
 
 def test_threshold_mode_keeps_its_own_default_threshold_and_stages() -> None:
-    assert build_policy(Settings(decision=DecisionMode.THRESHOLD)) == MatchPolicy(
-        DEFAULT_MIN_SIMILARITY, DEFAULT_MIN_CONTEXT_SIMILARITY, ("polarity", "values"), None, ContextMatch.SEMANTIC)
+    assert Settings(decision=DecisionMode.THRESHOLD).policy() == MatchPolicy(
+        DEFAULT_MIN_SIMILARITY, DEFAULT_MIN_CONTEXT_SIMILARITY, ("polarity", "values"), ContextMatch.SEMANTIC)
 
 
 def test_every_policy_setting_reaches_the_policy_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in {"MIN_SIMILARITY": "0.8", "MIN_CONTEXT_SIMILARITY": "0.55", "GUARD_POLARITY": "false",
-                        "VERIFIER": "true", "VERIFIER_MIN_PROBABILITY": "0.3", "CONTEXT_MATCH": "exact",
+                        "CONTEXT_MATCH": "exact",
                         "DECISION": "threshold", "MAX_FALSE_HIT_RATE": "0.05", "JUDGE_CANDIDATES": "3"}.items():
         monkeypatch.setenv(f"DEJA_{name}", value)
-    assert build_policy(Settings()) == MatchPolicy(0.8, 0.55, ("values", "verifier"), 0.3, ContextMatch.EXACT,
-                                                   DecisionMode.THRESHOLD, 0.05, 3)
+    assert Settings().policy() == MatchPolicy(0.8, 0.55, ("values",), ContextMatch.EXACT,
+                                                DecisionMode.THRESHOLD, 0.05, 3)
 
 
 def test_judge_mode_decides_conversations_with_the_conversation_rule() -> None:
-    policy = build_policy(Settings())
+    policy = Settings().policy()
     assert policy.for_request(conversation=False) == policy
     conversation = policy.for_request(conversation=True)
     assert conversation.decision is DecisionMode.THRESHOLD and conversation.min_similarity == DEFAULT_MIN_SIMILARITY

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from index.embedder import HashEmbedder, Vector
-from index.keys import build_key
+from index.embedding.embedder import HashEmbedder, Vector
 from index.maintenance import Maintainer
 from index.records import Verdict
-from index.reindex import reindex
+from index.request.keys import build_key
+from index.storage.reindex import reindex
 from support.caches import ANSWER, chat_body, sqlite_cache
 
 

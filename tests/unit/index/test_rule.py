@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from index.policy import MatchPolicy
-from index.rule import Candidate, Decision, Reason, decide
-from index.stages import StageResult
+from index.guards.stages import StageResult
+from index.match.outcome import Candidate, Decision, Reason
+from index.match.policy import MatchPolicy
+from index.match.threshold import by_threshold
 
 
 class VetoWord:
@@ -37,7 +38,7 @@ def test_each_decision_names_its_reason_and_only_vetoes_name_a_stage(
     candidate: Candidate, query: str, query_context: str | None, reason: Reason, vetoed_by: str | None
 ) -> None:
     stages = (VetoWord(),)
-    decision = decide(query, candidate, POLICY, stages, query_context, stages)
+    decision = by_threshold(query, candidate, POLICY, stages, query_context, stages)
     assert (decision.reason, decision.vetoed_by, decision.hit) == (reason, vetoed_by, reason is Reason.HIT)
 
 

@@ -4,8 +4,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from index.hnsw import HnswParams, SemanticIndex
-from index.scan import ScopeMatrices
+from index.search.hnsw import HnswParams, SemanticIndex
+from index.search.scan import ScopeMatrices
 
 
 def unit_vectors(n: int, dim: int = 16, seed: int = 0) -> npt.NDArray[np.float32]:

@@ -6,15 +6,15 @@ from pathlib import Path
 import pytest
 
 from index.cache import Cache, CacheConfig
-from index.embedder import HashEmbedder
-from index.exact import LruExactCache
-from index.hnsw import SemanticIndex
-from index.keys import build_key
+from index.embedding.embedder import HashEmbedder
 from index.maintenance import Maintainer
-from index.policy import MatchPolicy
+from index.match.policy import MatchPolicy
 from index.records import Verdict
-from index.sharding import Shard, shard_of
-from index.store import EntryStore, make_engine
+from index.request.keys import build_key
+from index.search.hnsw import SemanticIndex
+from index.search.sharding import Shard, shard_of
+from index.storage.entries import EntryStore, make_engine
+from index.storage.exact import LruExactCache
 from support.caches import ANSWER, chat_body
 
 NAMESPACES = [f"{i:064x}" for i in range(4000)]

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from index.cache import Cache
-from index.embedder import HashEmbedder
-from index.keys import build_key
+from index.embedding.embedder import HashEmbedder
 from index.maintenance import Maintainer
-from index.snapshot import SnapshotDir
+from index.request.keys import build_key
+from index.search.snapshot import SnapshotDir
 from support.caches import ANSWER, chat_body, sqlite_cache
 
 
@@ -60,14 +60,14 @@ def test_start_loads_the_snapshot_and_catches_up_from_sql(saved: tuple[Path, Sna
 
 
 def corrupt_graph(snapshot: SnapshotDir) -> None:
-    path = snapshot.path / "index.hnsw"
+    path = snapshot.path / "index.search.hnsw"
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF
     path.write_bytes(bytes(data))
 
 
 def truncate_graph(snapshot: SnapshotDir) -> None:
-    path = snapshot.path / "index.hnsw"
+    path = snapshot.path / "index.search.hnsw"
     path.write_bytes(path.read_bytes()[:100])
 
 

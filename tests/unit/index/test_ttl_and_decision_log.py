@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from index.decision_log import DecisionLog, DecisionRecord
-from index.exact import MAX_TTL_SECONDS, LruExactCache, redis_ttl
-from index.keys import build_key
+from index.match.threshold import Reason
 from index.records import CachedResponse
-from index.rule import Reason
-from index.store import EntryStore, make_engine
+from index.request.keys import build_key
+from index.storage.decision_log import DecisionLog, DecisionRecord
+from index.storage.entries import EntryStore, make_engine
+from index.storage.exact import MAX_TTL_SECONDS, LruExactCache, redis_ttl
 from tests.unit.index.test_cache import answer, body, make_cache
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from index.keys import namespace_for
+from index.request.keys import namespace_for
 from service.credentials import CredentialPolicy, credential_of, credential_policy, namespace_of
 from service.settings import Settings
 

@@ -8,7 +8,7 @@ import anthropic
 import httpx2
 import pytest
 
-from index.keys import LookupMode, build_key, key_for
+from index.request.keys import LookupMode, build_key, key_for
 from service.dialects import MESSAGES
 from service.errors import BadRequest
 from support.streams import fed

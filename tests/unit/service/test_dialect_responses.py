@@ -8,7 +8,7 @@ import httpx2
 import openai
 import pytest
 
-from index.keys import LookupMode, build_key, key_for
+from index.request.keys import LookupMode, build_key, key_for
 from service.dialects import RESPONSES
 from service.errors import BadRequest
 from support.streams import fed

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from index.embedder import HashEmbedder
+from index.embedding.embedder import HashEmbedder
 from service.labels import answer_text, compare_answers
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from index.embedder import Embedder, Vector
+from index.embedding.embedder import Embedder, Vector
 from support.inprocess import inprocess_gateway
 
 pytestmark = pytest.mark.asyncio

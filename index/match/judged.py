@@ -1,0 +1,98 @@
+"""The judge's rule: score a request's top K candidates with the judge and serve the most probable one whose
+probability clears the bar that meets the false-hit budget. Called through `index.match.decide`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from index.judge.features import MISSING, EntryHistory, JudgeInput
+from index.judge.model import check_budget
+from index.match.outcome import Candidate
+from index.match.policy import DEFAULT_JUDGE_CANDIDATES, DEFAULT_MAX_FALSE_HIT_RATE
+
+
+class PairJudge(Protocol):
+    """What the decision needs of a judge: P(same answer) per candidate, the bar of a budget, a version.
+    `index.judge.model.Judge` is the real one; tests pass fakes through the same seam."""
+
+    @property
+    def version(self) -> str: ...
+
+    def probabilities(self, items: Sequence[JudgeInput]) -> npt.NDArray[np.float64]: ...
+
+    def cut(self, max_false_hit_rate: float) -> float: ...
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What the judge said about one request: each candidate's P(same answer), the bar, and which one (if any)
+    is served. `chosen` indexes `candidates`; None when no candidate clears the bar."""
+
+    candidates: tuple[Candidate, ...]
+    probabilities: tuple[float, ...]
+    bar: float
+    version: str
+    max_false_hit_rate: float
+    chosen: int | None = None
+    best: int | None = None
+
+    @property
+    def hit(self) -> bool:
+        return self.chosen is not None
+
+    @property
+    def probability(self) -> float | None:
+        """The served candidate's probability, else the best candidate's (None without candidates)."""
+        index = self.chosen if self.chosen is not None else self.best
+        return None if index is None else self.probabilities[index]
+
+
+@dataclass(frozen=True)
+class JudgeSetup:
+    """A judge and the budget it serves at; `candidates` is K, how many neighbours it scores."""
+
+    judge: PairJudge
+    max_false_hit_rate: float = DEFAULT_MAX_FALSE_HIT_RATE
+    candidates: int = DEFAULT_JUDGE_CANDIDATES
+    histories: Mapping[int, EntryHistory] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_budget(self.max_false_hit_rate)
+        if self.candidates < 1:
+            raise ValueError(f"judge candidates must be >= 1, got {self.candidates}")
+
+
+def margins(similarities: Sequence[float]) -> list[float]:
+    """Each candidate's similarity minus the best other candidate's (NaN for a lone candidate)."""
+    out: list[float] = []
+    for i, s in enumerate(similarities):
+        others = [o for j, o in enumerate(similarities) if j != i]
+        out.append(s - max(others) if others else MISSING)
+    return out
+
+
+def judge(
+    query: str, candidates: Sequence[Candidate], setup: JudgeSetup, query_context: str | None = None,
+) -> Judgement:
+    """Score the first K candidates (most similar first) and serve the most probable one above the bar."""
+    chosen = tuple(candidates[: setup.candidates])
+    bar = setup.judge.cut(setup.max_false_hit_rate)
+    if not chosen:
+        return Judgement((), (), bar, setup.judge.version, setup.max_false_hit_rate)
+    sims = [c.similarity for c in chosen]
+    items = [
+        JudgeInput(query, c.prompt, c.similarity, rank, margin, query_context, c.context, c.context_similarity,
+                   setup.histories.get(c.entry_id, EntryHistory()))
+        for rank, (c, margin) in enumerate(zip(chosen, margins(sims), strict=True))
+    ]
+    p = setup.judge.probabilities(items)
+    best = int(np.argmax(p))
+    served = best if float(p[best]) >= bar else None
+    return Judgement(chosen, tuple(float(x) for x in p), bar, setup.judge.version, setup.max_false_hit_rate,
+                     served, best)

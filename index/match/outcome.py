@@ -1,0 +1,104 @@
+"""The match's outcome records: one for a candidate, one for a decision, one for a whole lookup."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from index.guards.stages import StageResult
+from index.records import CachedResponse, QueryVectors, Verdict
+
+JUDGE_STAGE = "judge"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A cached prompt offered to the decision, with its cosine similarity in [-1, 1] (and, for conversations,
+    its relevant context and the similarity of the two contexts)."""
+
+    entry_id: int
+    prompt: str
+    similarity: float
+    context: str | None = None
+    context_similarity: float | None = None
+
+
+class Reason(StrEnum):
+    """Why `decide` said what it said."""
+
+    HIT = "hit"
+    BELOW_THRESHOLD = "below_threshold"
+    CONTEXT_BELOW_THRESHOLD = "context_below_threshold"
+    VETOED = "vetoed"
+    # Judge mode: no candidate's P(same answer) cleared the bar of the false-hit budget.
+    BELOW_BAR = "judge_below_bar"
+    # Judge mode: a would-be hit the judge was unsure of went upstream instead, to be labelled (exploration).
+    EXPLORED = "explored"
+    # No candidate at or above the candidate floor.
+    NO_CANDIDATE = "no_candidate"
+    # A prompt (or context) runs past the embedder's window and the two texts differ: their vectors cannot tell
+    # what differs, so only an exact repeat may serve it (see `index.match.window`).
+    BEYOND_WINDOW = "beyond_window"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Outcome of `index.match.decide`. `chosen` indexes the candidates decided (the served one on a hit, else
+    the best one, None without candidates). `vetoed_by` names the vetoing stage (`<stage>@context` for a
+    context check) and is set only when `reason` is `VETOED`; `stages` holds the rule stages in the order they
+    ran. Judge decisions carry the served/best candidate's `probability`, the `bar` and the judge `version`."""
+
+    reason: Reason
+    similarity: float
+    vetoed_by: str | None = None
+    stages: tuple[StageResult, ...] = field(default_factory=tuple)
+    chosen: int | None = None
+    probability: float | None = None
+    bar: float | None = None
+    version: str | None = None
+    max_false_hit_rate: float | None = None
+
+    def __post_init__(self) -> None:
+        if (self.reason is Reason.VETOED) != (self.vetoed_by is not None):
+            raise ValueError("vetoed_by names the stage of a veto, and only of a veto")
+
+    @property
+    def hit(self) -> bool:
+        return self.reason is Reason.HIT
+
+    @property
+    def judged(self) -> bool:
+        return self.probability is not None
+
+    def note(self) -> str:
+        """One line for the decision log: the judge's version, probability and bar ('' for the cosine rule)."""
+        if self.probability is None or self.bar is None:
+            return ""
+        bar = "never" if self.bar == float("inf") else f"{self.bar:.3f}"
+        return f"{self.version} p={self.probability:.3f} bar={bar} budget={self.max_false_hit_rate:g}"
+
+    def logged_stages(self) -> tuple[StageResult, ...]:
+        """What the decision log and label page show: the rule stages, plus the judge's line when it judged."""
+        if self.probability is None:
+            return self.stages
+        judged = StageResult(JUDGE_STAGE, self.reason in (Reason.HIT, Reason.EXPLORED), self.note(), self.probability)
+        return (*self.stages, judged)
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """Result of `Cache.lookup`. `vector` is the query embedding when one was computed, for reuse on store."""
+
+    verdict: Verdict
+    response: CachedResponse | None = None
+    similarity: float | None = None
+    decision: Decision | None = None
+    candidate_prompt: str | None = None
+    candidate_id: int | None = None
+    # The request's embeddings when computed, for reuse on store.
+    vector: QueryVectors | None = None
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    degraded: tuple[str, ...] = ()
+    # The best candidate's stored answer (hit or not), for shadow labels.
+    candidate_response: dict[str, Any] | None = None

@@ -1,0 +1,228 @@
+"""Decision log and labels: every semantic decision that had a candidate above a floor, and what we later
+learned about it (feedback, shadow comparisons, audits). The raw material of `eval sweep --traffic`.
+
+The `vetoed_by` column holds the vetoing stage for a veto and the reason for any other miss (NULL for a hit);
+`DecisionRecord` reads it back as a `Reason` and a stage name that is set only for vetoes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from sqlalchemy import Engine, and_, func, insert, select, update
+from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, SQLAlchemyError
+
+from index.errors import StoreUnavailable, store_errors
+from index.guards.stages import StageResult
+from index.judge.features import EntryHistory
+from index.match.outcome import Reason
+from index.records import Verdict
+from index.storage.schema import decisions, labels, thresholds
+
+log = logging.getLogger("deja.decisions")
+
+
+class LabelSource(StrEnum):
+    FEEDBACK = "feedback"
+    SHADOW = "shadow"
+    AUDIT = "audit"
+    HUMAN = "human"
+    # Judge mode: a would-be hit the judge was unsure of went upstream; its answer was compared.
+    EXPLORE = "explore"
+
+
+@dataclass(frozen=True)
+class DecisionRecord:
+    """One semantic decision as logged."""
+
+    request_id: str
+    namespace: str
+    model: str
+    prompt: str
+    entry_id: int | None
+    candidate_prompt: str | None
+    similarity: float
+    min_similarity: float
+    stages: tuple[StageResult, ...]
+    verdict: str
+    reason: Reason
+    vetoed_by: str | None
+    created_at: float
+    # The API the request spoke (`chat`, `messages`, `responses`): `eval sweep --traffic --api` filters on it.
+    api: str = "chat"
+
+
+@dataclass(frozen=True)
+class Label:
+    request_id: str
+    source: LabelSource
+    correct: bool
+    created_at: float
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class LabeledDecision:
+    """A decision with its label resolved by precedence: human > feedback > audit > shadow."""
+
+    decision: DecisionRecord
+    correct: bool
+    source: LabelSource
+
+
+_PRECEDENCE = [LabelSource.HUMAN, LabelSource.FEEDBACK, LabelSource.AUDIT, LabelSource.EXPLORE,
+               LabelSource.SHADOW]
+
+
+def _stages_json(stages: Sequence[StageResult]) -> str:
+    return json.dumps([{"stage": s.stage, "passed": s.passed, "reason": s.reason, "score": s.score}
+                       for s in stages])
+
+
+def _outcome_column(record: DecisionRecord) -> str | None:
+    if record.reason is Reason.HIT:
+        return None
+    return record.vetoed_by if record.reason is Reason.VETOED else record.reason.value
+
+
+def _outcome(column: str | None) -> tuple[Reason, str | None]:
+    """(reason, vetoing stage) from the `vetoed_by` column."""
+    if column is None:
+        return Reason.HIT, None
+    if column in (Reason.BELOW_THRESHOLD, Reason.CONTEXT_BELOW_THRESHOLD, Reason.BELOW_BAR, Reason.EXPLORED):
+        return Reason(column), None
+    return Reason.VETOED, column
+
+
+def _row_to_decision(m: object) -> DecisionRecord:
+    row = m._mapping  # type: ignore[attr-defined]
+    stages = tuple(StageResult(**s) for s in json.loads(row["stages"]))
+    reason, vetoed_by = _outcome(row["vetoed_by"])
+    return DecisionRecord(
+        row["request_id"], row["namespace"], row["model"], row["prompt"], row["entry_id"], row["candidate_prompt"],
+        float(row["similarity"]), float(row["min_similarity"]), stages, row["verdict"], reason, vetoed_by,
+        float(row["created_at"]), row["api"],
+    )
+
+
+class DecisionLog:
+    """SQL access for decisions, labels and per-namespace thresholds."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def record(self, records: Sequence[DecisionRecord]) -> None:
+        if not records:
+            return
+        rows = [{
+            "request_id": r.request_id, "namespace": r.namespace, "model": r.model, "prompt": r.prompt,
+            "entry_id": r.entry_id, "candidate_prompt": r.candidate_prompt, "similarity": r.similarity,
+            "min_similarity": r.min_similarity, "stages": _stages_json(r.stages), "verdict": r.verdict,
+            "vetoed_by": _outcome_column(r), "created_at": r.created_at, "api": r.api,
+        } for r in records]
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(insert(decisions), rows)
+        except (OperationalError, InterfaceError) as exc:  # the database, not the rows: nothing to retry
+            raise StoreUnavailable(f"cannot log decisions: {exc}") from exc
+        except (SQLAlchemyError, ValueError):
+            # One bad row (a value the database refuses) must not cost the others, other tenants' included.
+            self._record_each(rows)
+
+    def _record_each(self, rows: Sequence[Mapping[str, object]]) -> None:
+        for row in rows:
+            try:
+                with self.engine.begin() as conn:
+                    conn.execute(insert(decisions), [row])
+            except (OperationalError, InterfaceError) as exc:
+                raise StoreUnavailable(f"cannot log decisions: {exc}") from exc
+            except (SQLAlchemyError, ValueError) as exc:
+                log.warning("decision %s not logged: %s", row["request_id"], type(exc).__name__)
+
+    def get(self, request_id: str) -> DecisionRecord | None:
+        with store_errors("read decision"), self.engine.connect() as conn:
+            row = conn.execute(select(decisions).where(decisions.c.request_id == request_id)).first()
+        return None if row is None else _row_to_decision(row)
+
+    def label(self, label: Label) -> None:
+        """Record a label; the same request and source twice keeps the latest."""
+        values = {"correct": label.correct, "detail": label.detail, "created_at": label.created_at}
+        key = and_(labels.c.request_id == label.request_id, labels.c.source == label.source.value)
+        with store_errors("record label"), self.engine.begin() as conn:
+            try:
+                with conn.begin_nested():
+                    conn.execute(insert(labels).values(request_id=label.request_id, source=label.source.value,
+                                                       **values))
+            except IntegrityError:
+                conn.execute(update(labels).where(key).values(**values))
+
+    def labeled(self, namespace: str | None = None, api: str | None = None) -> list[LabeledDecision]:
+        """Every decision that has at least one label, with its label by precedence; optionally one namespace's
+        or one API's only."""
+        # Forgotten decisions (index/forgetting.py) have no texts left to compare: they only count.
+        query = select(decisions, labels.c.source, labels.c.correct).join(
+            labels, labels.c.request_id == decisions.c.request_id).where(decisions.c.forgotten_at.is_(None))
+        if namespace is not None:
+            query = query.where(decisions.c.namespace == namespace)
+        if api is not None:
+            query = query.where(decisions.c.api == api)
+        with store_errors("read labeled decisions"), self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        best: dict[str, tuple[int, LabeledDecision]] = {}
+        for row in rows:
+            source = LabelSource(row.source)
+            rank = _PRECEDENCE.index(source)
+            if row.request_id not in best or rank < best[row.request_id][0]:
+                best[row.request_id] = (rank, LabeledDecision(_row_to_decision(row), bool(row.correct), source))
+        return [item for _, item in sorted(best.values(), key=lambda x: x[1].decision.created_at)]
+
+    def pending(self, limit: int = 20) -> list[DecisionRecord]:
+        """Decisions with a candidate and no human label yet, newest first."""
+        human = select(labels.c.request_id).where(labels.c.source == LabelSource.HUMAN.value)
+        query = (select(decisions).where(decisions.c.entry_id.is_not(None), decisions.c.forgotten_at.is_(None),
+                                         decisions.c.request_id.not_in(human))
+                 .order_by(decisions.c.created_at.desc()).limit(limit))
+        with store_errors("read pending decisions"), self.engine.connect() as conn:
+            return [_row_to_decision(r) for r in conn.execute(query).all()]
+
+    def entry_histories(self) -> dict[int, EntryHistory]:
+        """Per cached entry: how often it was served, and its decisions' labels (any decision that offered it,
+        each counted once by precedence) as same/different. The judge reads these as features."""
+        served_q = (select(decisions.c.entry_id, func.count()).where(decisions.c.verdict == Verdict.SEMANTIC_HIT.value)
+                    .group_by(decisions.c.entry_id))
+        with store_errors("read entry histories"), self.engine.connect() as conn:
+            served = {int(entry): int(n) for entry, n in conn.execute(served_q).all() if entry is not None}
+        tally: dict[int, list[int]] = {}
+        for item in self.labeled():
+            entry = item.decision.entry_id
+            if entry is not None:
+                tally.setdefault(entry, [0, 0])[0 if item.correct else 1] += 1
+        return {entry: EntryHistory(served.get(entry, 0), *tally.get(entry, [0, 0]))
+                for entry in served.keys() | tally.keys()}
+
+    def label_counts(self) -> dict[str, dict[str, int]]:
+        """{source: {"correct": n, "wrong": n}}."""
+        query = select(labels.c.source, labels.c.correct, func.count()).group_by(labels.c.source, labels.c.correct)
+        with store_errors("count labels"), self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        counts: dict[str, dict[str, int]] = {}
+        for source, correct, n in rows:
+            counts.setdefault(source, {"correct": 0, "wrong": 0})["correct" if correct else "wrong"] += int(n)
+        return counts
+
+    def set_threshold(self, namespace: str, min_similarity: float, label_count: int, at: float) -> None:
+        values = {"min_similarity": min_similarity, "labels": label_count, "updated_at": at}
+        with store_errors("store threshold"), self.engine.begin() as conn:
+            done = conn.execute(update(thresholds).where(thresholds.c.namespace == namespace).values(**values))
+            if done.rowcount == 0:
+                conn.execute(insert(thresholds).values(namespace=namespace, **values))
+
+    def thresholds(self) -> dict[str, tuple[float, int]]:
+        """{namespace: (min_similarity, labels behind it)}; namespace "*" is the deployment-wide default."""
+        with store_errors("read thresholds"), self.engine.connect() as conn:
+            rows = conn.execute(select(thresholds)).all()
+        return {r.namespace: (float(r.min_similarity), int(r.labels)) for r in rows}

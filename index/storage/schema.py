@@ -1,0 +1,116 @@
+"""SQL schema (SQLAlchemy Core tables). SQL is the record; the HNSW index is rebuilt from it."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Float,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    func,
+)
+
+metadata = MetaData()
+
+entries = Table(
+    "deja_entries",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("namespace", String(64), nullable=False),
+    Column("exact_key", String(64), nullable=False, unique=True),
+    Column("context_key", String(64), nullable=False),
+    Column("scope_key", String(64), nullable=True),
+    Column("model", String(200), nullable=False),
+    Column("prompt", Text, nullable=False),
+    Column("vector", LargeBinary, nullable=True),
+    Column("prompt_vector", LargeBinary, nullable=True),
+    Column("context_vector", LargeBinary, nullable=True),
+    Column("context_text", Text, nullable=True),
+    Column("response", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=True),
+    Column("last_hit_at", Float, nullable=True),
+    Column("hits", Integer, nullable=False, default=0),
+    # The embedder whose vectors this row holds (NULL: the bundled MiniLM on torch, rows older than 0003).
+    Column("embedding_model", String(200), nullable=True),
+    Index("ix_deja_entries_context", "context_key"),
+    Index("ix_deja_entries_namespace_model", "namespace", "model"),
+    Index("ix_deja_entries_created_at", "created_at"),
+    Index("ix_deja_entries_expires_at", "expires_at"),
+)
+# LRU eviction reads entries in this order (migration 0003).
+Index("ix_deja_entries_last_used", func.coalesce(entries.c.last_hit_at, entries.c.created_at), entries.c.id)
+
+tombstones = Table(
+    "deja_tombstones",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("entry_id", Integer, nullable=False),
+    Column("exact_key", String(64), nullable=False),
+    Column("deleted_at", Float, nullable=False),
+    Index("ix_deja_tombstones_deleted_at", "deleted_at"),
+)
+
+decisions = Table(
+    "deja_decisions",
+    metadata,
+    Column("request_id", String(40), primary_key=True),
+    Column("namespace", String(64), nullable=False),
+    Column("model", String(200), nullable=False),
+    Column("prompt", Text, nullable=False),
+    Column("entry_id", Integer, nullable=True),
+    Column("candidate_prompt", Text, nullable=True),
+    Column("similarity", Float, nullable=False),
+    Column("min_similarity", Float, nullable=False),
+    Column("stages", Text, nullable=False),
+    Column("verdict", String(20), nullable=False),
+    Column("vetoed_by", String(40), nullable=True),
+    Column("created_at", Float, nullable=False),
+    Column("api", String(20), nullable=False, server_default="chat"),
+    # A forgotten decision (retention or invalidation, index/forgetting.py) keeps SHA-256 hashes of its texts.
+    Column("prompt_hash", String(64), nullable=True),
+    Column("candidate_hash", String(64), nullable=True),
+    Column("forgotten_at", Float, nullable=True),
+    Index("ix_deja_decisions_namespace", "namespace"),
+    Index("ix_deja_decisions_created_at", "created_at"),
+    Index("ix_deja_decisions_retention", "forgotten_at", "created_at"),
+    Index("ix_deja_decisions_entry_id", "entry_id"),
+)
+
+labels = Table(
+    "deja_labels",
+    metadata,
+    Column("request_id", String(40), primary_key=True),
+    Column("source", String(20), primary_key=True),
+    Column("correct", Boolean, nullable=False),
+    Column("detail", Text, nullable=True),
+    Column("created_at", Float, nullable=False),
+    Index("ix_deja_labels_created_at", "created_at"),
+)
+
+thresholds = Table(
+    "deja_thresholds",
+    metadata,
+    Column("namespace", String(64), primary_key=True),
+    Column("min_similarity", Float, nullable=False),
+    Column("labels", Integer, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+
+judge_models = Table(
+    "deja_judge_models",
+    metadata,
+    Column("version", String(40), primary_key=True),
+    Column("model", LargeBinary, nullable=False),
+    Column("labels", Integer, nullable=False),
+    Column("note", Text, nullable=True),
+    Column("created_at", Float, nullable=False),
+    Column("applied_at", Float, nullable=True),
+    Column("active", Boolean, nullable=False, default=False),
+)
