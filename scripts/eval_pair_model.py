@@ -35,9 +35,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from scripts import judge_data as tv  # noqa: E402
 from scripts import pair_data  # noqa: E402
 from scripts import train_judge as tj  # noqa: E402
-from scripts import train_verifier as tv  # noqa: E402
 
 REALISTIC = ("pairs", "conv", "stream", "trace2")
 BUDGET = 0.02
@@ -230,18 +230,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", type=Path, default=None, help="pair-model folder (default: the shipped one)")
     parser.add_argument("--write", action="store_true", help="write the fitted combination into the metadata")
-    parser.add_argument("--public-per-source", type=int, default=300)
+    parser.add_argument("--public-per-source", type=int, default=80)
+    parser.add_argument("--trace-per-split", type=int, default=150, help="requests per trace and part (CPU cost)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--sample", type=int, default=0, help="score only N random rows (a smoke test)")
     args = parser.parse_args(argv)
     import torch
 
-    from index.judge import load_judge
-    from index.pair_model import METADATA_FILE, PairModel, shipped_model_dir
+    from index.judge.model import load_judge
+    from index.judge.pair_model import METADATA_FILE, PairModel, shipped_model_dir
 
     torch.set_num_threads(2)
     inputs, vectors = tv.Inputs(), tj.Vectors(CACHE)
-    rows = pair_rows(inputs, vectors) + conv_rows(inputs, vectors) + trace_rows(inputs, vectors)
+    rng = random.Random(pair_data.SEED)
+    traces = trace_rows(inputs, vectors)
+    by_part: dict[tuple[str, str], list[Row]] = defaultdict(list)
+    for r in traces:
+        by_part[(r.source, "test" if r.split == "test" else "dev")].append(r)
+    rows = pair_rows(inputs, vectors) + conv_rows(inputs, vectors)
+    rows += [r for key in sorted(by_part) for r in tv._cap(by_part[key], args.trace_per_split, rng)]
     rows += public_rows(vectors, args.public_per_source)
     rows = [replace(r, item=_lone(r.item)) if r.source != "conv" else r for r in rows]
     if args.sample:
@@ -251,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     y = np.array([r.label for r in rows])
     cos = np.array([r.item.similarity for r in rows])
     judge_p = judge.probabilities([r.item for r in rows])
+    tj.progress("judge scored")
     pair_p = pair_scores(model, rows)
     tj.progress("scored")
     x = features(judge_p, pair_p, cos)

@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from scripts import train_verifier as tv  # noqa: E402
+from scripts import judge_data as tv  # noqa: E402
 
 SEED = 20261202
 JUDGE_SEED = 20261201  # scripts/train_judge.py's split seed: our groups it calibrated on stay held out here
@@ -125,7 +125,7 @@ SYNONYMS = "fix repair|begin start|quick fast|buy purchase|big large|car vehicle
 def _vocab() -> set[str]:
     from transformers import AutoTokenizer
 
-    from index.embedder import bundled_model_path
+    from index.embedding.embedder import bundled_model_path
 
     return set(AutoTokenizer.from_pretrained(str(bundled_model_path())).get_vocab())
 
@@ -408,7 +408,7 @@ class Plan:
 
 def public_pairs(inputs: tv.Inputs, rng: random.Random, plan: Plan) -> list[Example]:
     mock = json.loads(inputs.read_text(tv.SHARED / "gptcache_similar_qqp" / "mock_data.json"))
-    rows = [ex for rec in mock if (ex := tv._pair(rec["origin"], rec["similar"], 1, "gptcache_mock", "paraphrase"))]
+    rows = [ex for rec in mock if (ex := tv.make_pair(rec["origin"], rec["similar"], 1, "gptcache_mock", "paraphrase"))]
     rows += tv.load_paws(inputs, rng, plan.paws) + tv.load_cannot(inputs, rng, plan.cannot)
     rows += tv.load_breaking_nli(inputs, rng, plan.breaking) + tv.load_small_sets(inputs)
     return [ex for ex in tv.assign_groups(rows) if ex.source in LICENSES]

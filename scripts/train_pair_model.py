@@ -28,8 +28,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from scripts import judge_data as tv  # noqa: E402
 from scripts import pair_data  # noqa: E402
-from scripts import train_verifier as tv  # noqa: E402
 
 OUT = ROOT / "index" / "data" / "pair"
 CALIB_PAIRS = 2500  # held-out pairs scored (both orders) for the calibration; more costs minutes on a busy CPU
@@ -71,7 +71,7 @@ def train(data: list[tv.Example], cfg: Config, rng: random.Random) -> tuple[obje
     import torch
     from sentence_transformers import CrossEncoder
 
-    from index.embedder import bundled_model_path
+    from index.embedding.embedder import bundled_model_path
 
     torch.manual_seed(pair_data.SEED)
     ce = CrossEncoder(str(bundled_model_path()), num_labels=1, max_length=cfg.max_length, device=cfg.device)
@@ -120,10 +120,41 @@ def train(data: list[tv.Example], cfg: Config, rng: random.Random) -> tuple[obje
     return model, tokenizer, done
 
 
+def ce_logits(model: object, tokenizer: object, pairs: list[tuple[str, str]], max_length: int) -> np.ndarray:
+    import torch
+
+    order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+    out = np.empty(len(pairs))
+    with torch.inference_mode():
+        for start in range(0, len(order), 128):
+            idx = order[start : start + 128]
+            enc = tokenizer([pairs[i][0] for i in idx], [pairs[i][1] for i in idx], padding=True,  # type: ignore[operator]
+                            truncation=True, max_length=max_length, return_tensors="pt")
+            out[idx] = model(**enc).logits[:, 0].double().numpy()  # type: ignore[operator]
+    return out
+
+
+def shipped_state(model: object) -> dict[str, object]:
+    """What fine-tuning changed, in float16 (the frozen word embeddings are read from the bundled model)."""
+    import torch
+
+    state = model.state_dict()  # type: ignore[attr-defined]
+    return {k: v.to(torch.float16).contiguous() for k, v in state.items()
+            if not k.endswith("word_embeddings.weight") and not k.endswith("position_ids")}
+
+
+def fit_isotonic(raw: np.ndarray, y: np.ndarray) -> tuple[list[float], list[float]]:
+    """Isotonic fit as knots for np.interp (what IsotonicRegression.predict computes, clipped outside)."""
+    from sklearn.isotonic import IsotonicRegression
+
+    iso = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0).fit(raw, y)
+    return [float(x) for x in iso.X_thresholds_], [float(v) for v in iso.y_thresholds_]
+
+
 def both_orders(model: object, tokenizer: object, pairs: list[tuple[str, str]], max_length: int) -> np.ndarray:
     """Mean logit of (a, b) and (b, a): the score the runtime computes."""
-    forward = tv.ce_logits(model, tokenizer, pairs, max_length)
-    backward = tv.ce_logits(model, tokenizer, [(b, a) for a, b in pairs], max_length)
+    forward = ce_logits(model, tokenizer, pairs, max_length)
+    backward = ce_logits(model, tokenizer, [(b, a) for a, b in pairs], max_length)
     return np.asarray((forward + backward) / 2)
 
 
@@ -144,11 +175,18 @@ def ship(out: Path, model: object, cfg: Config, cal: tuple[list[float], list[flo
     from safetensors import safe_open
     from safetensors.torch import save_file
 
-    from index.embedder import bundled_model_path
-    from index.pair_model import CONFIG_FILE, KIND, METADATA_FILE, WEIGHTS_FILE, WORD_EMBEDDINGS, embeddings_sha256
+    from index.embedding.embedder import bundled_model_path
+    from index.judge.pair_model import (
+        CONFIG_FILE,
+        KIND,
+        METADATA_FILE,
+        WEIGHTS_FILE,
+        WORD_EMBEDDINGS,
+        embeddings_sha256,
+    )
 
     out.mkdir(parents=True, exist_ok=True)
-    save_file(tv.shipped_state(model), str(out / WEIGHTS_FILE), metadata={"format": "pt"})  # type: ignore[arg-type]
+    save_file(shipped_state(model), str(out / WEIGHTS_FILE), metadata={"format": "pt"})  # type: ignore[arg-type]
     model.config.to_json_file(str(out / CONFIG_FILE))  # type: ignore[attr-defined]
     with safe_open(str(bundled_model_path() / WEIGHTS_FILE), framework="pt") as handle:
         words = handle.get_tensor(WORD_EMBEDDINGS)
@@ -187,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    import index.pair_model  # noqa: F401  (imported now: ship() needs it after a long run)
+    import index.judge.pair_model  # noqa: F401  (imported now: ship() needs it after a long run)
 
     torch.set_num_threads(cfg.threads)
     data = pair_data.build(pair_data.Plan())
@@ -195,8 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     progress(f"{len(data.train)} train pairs, {len(data.calib)} calib pairs; config {cfg}")
     model, tokenizer, done = train(data.train, cfg, random.Random(pair_data.SEED))
     raw = both_orders(model, tokenizer, [(ex.a, ex.b) for ex in data.calib], cfg.max_length)
-    xs, ys = tv.fit_isotonic(raw, np.array([ex.label for ex in data.calib], dtype=float))
-    state = tv.shipped_state(model)
+    xs, ys = fit_isotonic(raw, np.array([ex.label for ex in data.calib], dtype=float))
+    state = shipped_state(model)
     digest = hashlib.sha256(b"".join(v.numpy().tobytes() for _, v in sorted(state.items()))).hexdigest()  # type: ignore[attr-defined]
     meta = {
         "command": "python scripts/train_pair_model.py " + " ".join(argv if argv is not None else sys.argv[1:]),
@@ -204,9 +242,9 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"device": cfg.device, "platform": platform.platform(), "processor": platform.processor(),
                     "torch_threads": cfg.threads,
                     "gpu": torch.cuda.get_device_name(0) if cfg.device == "cuda" else None},
-        "weights_sha256": digest, "versions": tv._versions(),
+        "weights_sha256": digest, "versions": tv.versions(),
         "data": {"train_sha256": pair_data.data_sha256(data.train), "calib_sha256": pair_data.data_sha256(data.calib),
-                 "files": {tv._relative(k): v for k, v in data.hashes.items()},
+                 "files": {tv.relative(k): v for k, v in data.hashes.items()},
                  "licenses": pair_data.LICENSES, "pairs": pair_data.describe(data)},
         "calib_metrics": calib_report(raw, data.calib),
     }

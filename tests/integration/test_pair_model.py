@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from index.pair_model import PairModel
+from index.judge.pair_model import PairModel
 
 pytestmark = pytest.mark.integration
 

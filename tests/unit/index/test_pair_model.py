@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from index.pair_model import (
+from index.judge.pair_model import (
     KIND,
     METADATA_FILE,
     Calibration,

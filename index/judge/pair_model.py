@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from index.embedder import bundled_model_path
+from index.embedding.embedder import bundled_model_path
 from index.errors import StageUnavailable
 
 WEIGHTS_FILE = "model.safetensors"
