@@ -45,6 +45,7 @@ class Config:
     minutes: float = 35.0
     threads: int = 2
     device: str = "cpu"
+    init: str = ""  # a pair-model folder to continue from (another CPU session, or a GPU run's output)
 
 
 LARGE = Config(layers=6, steps=12000, batch=64, lr=4e-5, max_length=128, minutes=40.0, threads=8, device="cuda")
@@ -79,6 +80,13 @@ def train(data: list[tv.Example], cfg: Config, rng: random.Random) -> tuple[obje
     model.bert.encoder.layer = model.bert.encoder.layer[: cfg.layers]
     model.config.num_hidden_layers = cfg.layers
     model.bert.embeddings.word_embeddings.weight.requires_grad_(False)  # not shipped: read from the bundle
+    if cfg.init:
+        from safetensors.torch import load_file
+
+        state = {k: v.to(torch.float32) for k, v in load_file(str(Path(cfg.init) / "model.safetensors")).items()}
+        missing, unexpected = model.load_state_dict(state, strict=False)
+        assert not unexpected and all(k.endswith(("word_embeddings.weight", "position_ids")) for k in missing)
+        progress(f"continuing from {cfg.init}")
     model.to(cfg.device)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.01)
@@ -213,9 +221,12 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, Config]:
     parser.add_argument("--steps", type=int)
     parser.add_argument("--minutes", type=float, help="time guard in minutes of wall time")
     parser.add_argument("--layers", type=int)
+    parser.add_argument("--init", type=Path, help="continue from this pair-model folder (same layers)")
     args = parser.parse_args(argv)
     cfg = LARGE if args.large else Config()
-    overrides = {k: v for k, v in (("steps", args.steps), ("minutes", args.minutes), ("layers", args.layers)) if v}
+    pairs = (("steps", args.steps), ("minutes", args.minutes), ("layers", args.layers),
+             ("init", str(args.init) if args.init else None))
+    overrides = {k: v for k, v in pairs if v}
     return args, Config(**{**asdict(cfg), **overrides})
 
 
@@ -231,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     data = pair_data.build(pair_data.Plan())
     data.calib = random.Random(pair_data.SEED).sample(data.calib, min(len(data.calib), CALIB_PAIRS))
     progress(f"{len(data.train)} train pairs, {len(data.calib)} calib pairs; config {cfg}")
-    model, tokenizer, done = train(data.train, cfg, random.Random(pair_data.SEED))
+    # A continued run draws other batches than the run it continues (same data, another order).
+    model, tokenizer, done = train(data.train, cfg, random.Random(pair_data.SEED + (1 if cfg.init else 0)))
     raw = both_orders(model, tokenizer, [(ex.a, ex.b) for ex in data.calib], cfg.max_length)
     xs, ys = fit_isotonic(raw, np.array([ex.label for ex in data.calib], dtype=float))
     state = shipped_state(model)
