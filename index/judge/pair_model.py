@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from index.embedding.embedder import bundled_model_path
-from index.errors import StageUnavailable
+from index.errors import DejaError
 
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
@@ -36,7 +36,7 @@ KIND = "pair_cross_encoder"
 _EPS = 1e-4
 
 
-class PairModelError(StageUnavailable):
+class PairModelError(DejaError):
     """The shipped pair-model files are missing, of another kind, or do not match the bundled base model."""
 
 
