@@ -222,6 +222,7 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, Config]:
     parser.add_argument("--minutes", type=float, help="time guard in minutes of wall time")
     parser.add_argument("--layers", type=int)
     parser.add_argument("--init", type=Path, help="continue from this pair-model folder (same layers)")
+    parser.add_argument("--order-seed", type=int, help="batch-order seed offset (default: 1 with --init, else 0)")
     args = parser.parse_args(argv)
     cfg = LARGE if args.large else Config()
     pairs = (("steps", args.steps), ("minutes", args.minutes), ("layers", args.layers),
@@ -243,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     data.calib = random.Random(pair_data.SEED).sample(data.calib, min(len(data.calib), CALIB_PAIRS))
     progress(f"{len(data.train)} train pairs, {len(data.calib)} calib pairs; config {cfg}")
     # A continued run draws other batches than the run it continues (same data, another order).
-    model, tokenizer, done = train(data.train, cfg, random.Random(pair_data.SEED + (1 if cfg.init else 0)))
+    offset = args.order_seed if args.order_seed is not None else (1 if cfg.init else 0)
+    model, tokenizer, done = train(data.train, cfg, random.Random(pair_data.SEED + offset))
     raw = both_orders(model, tokenizer, [(ex.a, ex.b) for ex in data.calib], cfg.max_length)
     xs, ys = fit_isotonic(raw, np.array([ex.label for ex in data.calib], dtype=float))
     state = shipped_state(model)
