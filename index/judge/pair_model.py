@@ -1,0 +1,221 @@
+"""Pair model: a cross-encoder that reads a query and a cached prompt and gives a calibrated P(same answer).
+
+Fine-tuned from the bundled all-MiniLM-L6-v2 on question-shaped pairs (scripts/pair_data.py,
+scripts/train_pair_model.py). The shipped folder (index/data/pair/) holds only what fine-tuning changed;
+the word embeddings are read from the bundled model, whose hash the metadata records and the loader checks.
+A pair is scored in both orders and the logits averaged, so the score is symmetric. `combine` joins the
+judge's probability, this model's and the cosine into one P(same answer) with the stack fitted by
+scripts/eval_pair_model.py and stored in the metadata.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from index.embedding.embedder import bundled_model_path
+from index.errors import DejaError
+
+WEIGHTS_FILE = "model.safetensors"
+CONFIG_FILE = "config.json"
+METADATA_FILE = "metadata.json"
+WORD_EMBEDDINGS = "embeddings.word_embeddings.weight"
+KIND = "pair_cross_encoder"
+_EPS = 1e-4
+
+
+class PairModelError(DejaError):
+    """The shipped pair-model files are missing, of another kind, or do not match the bundled base model."""
+
+
+def shipped_model_dir() -> Path:
+    """Folder of the pair model shipped inside the `index` package."""
+    return Path(str(resources.files("index").joinpath("data", "pair")))
+
+
+def embeddings_sha256(tensor: Any) -> str:
+    """SHA-256 of a float32 tensor's bytes, to tie the shipped layers to the word embeddings they were tuned on."""
+    return hashlib.sha256(tensor.contiguous().numpy().astype(np.float32).tobytes()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Monotone map from the mean logit to P(same answer): linear between fitted knots, clipped outside."""
+
+    xs: tuple[float, ...]
+    ys: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.xs) != len(self.ys) or not self.xs:
+            raise ValueError("calibration needs as many ys as xs, and at least one knot")
+        if any(b < a for a, b in zip(self.xs, self.xs[1:], strict=False)):
+            raise ValueError("calibration xs must be sorted")
+        if not all(0.0 <= y <= 1.0 for y in self.ys):
+            raise ValueError("calibration ys must be probabilities")
+
+    def probabilities(self, raw: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        return np.interp(raw, self.xs, self.ys)
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, _EPS), 1.0 - _EPS)
+    return math.log(p / (1.0 - p))
+
+
+@dataclass(frozen=True)
+class Combination:
+    """Logistic stack: P = sigmoid(w_judge * logit(judge P) + w_pair * logit(pair P) + w_cos * cosine + bias).
+
+    `min_probability` is the bar fitted with it: the smallest P whose false-hit rate stays within the budget
+    on each realistic calibration source. Every input is about the one pair (no rank or margin), so a lone
+    candidate scores as it would among many.
+    """
+
+    w_judge: float
+    w_pair: float
+    w_cosine: float
+    bias: float
+    min_probability: float
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.min_probability <= 1.0:
+            raise ValueError(f"min_probability must be a probability, got {self.min_probability}")
+
+    def probability(self, judge_p: float, pair_p: float, cosine: float) -> float:
+        for name, value in (("judge_p", judge_p), ("pair_p", pair_p)):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be a probability in [0, 1], got {value}")
+        if not -1.0 - 1e-6 <= cosine <= 1.0 + 1e-6:
+            raise ValueError(f"cosine must be a similarity in [-1, 1], got {cosine}")
+        z = self.w_judge * _logit(judge_p) + self.w_pair * _logit(pair_p) + self.w_cosine * cosine + self.bias
+        return 1.0 / (1.0 + math.exp(-max(min(z, 60.0), -60.0)))
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Combination:
+        w = raw["weights"]
+        return cls(float(w["judge"]), float(w["pair"]), float(w["cosine"]), float(raw["bias"]),
+                   float(raw["min_probability"]))
+
+
+@dataclass(frozen=True)
+class PairModelMetadata:
+    """What the runtime needs from metadata.json (which also records data hashes, licences and metrics)."""
+
+    base_embeddings_sha256: str
+    layers: int
+    max_length: int
+    calibration: Calibration
+    combination: Combination | None
+
+    @classmethod
+    def read(cls, model_dir: Path) -> PairModelMetadata:
+        try:
+            raw: dict[str, Any] = json.loads((model_dir / METADATA_FILE).read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise PairModelError(f"no pair-model metadata in {model_dir}") from exc
+        if raw.get("kind") != KIND:
+            raise PairModelError(f"pair-model kind {raw.get('kind')!r} is not {KIND!r}")
+        cal = raw["calibration"]
+        combo = raw.get("combination")
+        return cls(
+            base_embeddings_sha256=str(raw["base_embeddings_sha256"]),
+            layers=int(raw["layers"]),
+            max_length=int(raw["max_length"]),
+            calibration=Calibration(tuple(map(float, cal["xs"])), tuple(map(float, cal["ys"]))),
+            combination=Combination.from_json(combo) if combo else None,
+        )
+
+
+class PairModel:
+    """Calibrated P(same answer) for (query, cached) pairs. Load once; safe to call from several threads."""
+
+    def __init__(self, model_dir: Path | None = None, base_path: Path | None = None) -> None:
+        folder = model_dir or shipped_model_dir()
+        self.metadata = PairModelMetadata.read(folder)
+        self._load(folder, base_path or bundled_model_path())
+        # Fast tokenizers are not safe to share across threads; the lock also keeps torch calls ordered.
+        self._lock = threading.Lock()
+
+    def _load(self, folder: Path, base: Path) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        import torch
+        from safetensors import safe_open
+        from safetensors.torch import load_file
+        from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+        with safe_open(str(base / WEIGHTS_FILE), framework="pt") as handle:
+            words = handle.get_tensor(WORD_EMBEDDINGS)
+        if embeddings_sha256(words) != self.metadata.base_embeddings_sha256:
+            raise PairModelError("the bundled MiniLM differs from the one the pair model was tuned on")
+        try:
+            config = BertConfig.from_json_file(str(folder / CONFIG_FILE))
+            tensors = load_file(str(folder / WEIGHTS_FILE))
+        except (OSError, ValueError) as exc:
+            raise PairModelError(f"cannot read the pair model in {folder}: {exc}") from exc
+        model = BertForSequenceClassification(config)
+        state = {name: tensor.to(torch.float32) for name, tensor in tensors.items()}
+        state[f"bert.{WORD_EMBEDDINGS}"] = words
+        missing, unexpected = model.load_state_dict(state, strict=False)
+        if [name for name in missing if not name.endswith("position_ids")] or unexpected:
+            raise PairModelError(f"pair-model weights do not fit the config: {missing[:3]} {unexpected[:3]}")
+        model.train(False)  # inference mode: no dropout
+        self._torch = torch
+        self._model = model
+        self._tokenizer = AutoTokenizer.from_pretrained(str(base))
+
+    def raw_scores(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32) -> npt.NDArray[np.float64]:
+        """Mean logit of (a, b) and (b, a) for each pair."""
+        if not pairs:
+            return np.empty(0, dtype=np.float64)
+        both = [*pairs, *((b, a) for a, b in pairs)]
+        out = np.empty(len(both), dtype=np.float64)
+        with self._lock, self._torch.inference_mode():
+            for start in range(0, len(both), batch_size):
+                chunk = both[start : start + batch_size]
+                encoded = self._tokenizer(
+                    [a for a, _ in chunk], [b for _, b in chunk], padding=True, truncation=True,
+                    max_length=self.metadata.max_length, return_tensors="pt",
+                )
+                logits = self._model(**encoded).logits[:, 0]
+                out[start : start + len(chunk)] = logits.to(self._torch.float64).numpy()
+        return np.asarray((out[: len(pairs)] + out[len(pairs) :]) / 2.0)
+
+    def probabilities(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float64]:
+        """Calibrated P(same answer) for each (query, cached) pair."""
+        return self.metadata.calibration.probabilities(self.raw_scores(pairs))
+
+    def probability(self, query: str, cached: str) -> float:
+        return float(self.probabilities([(query, cached)])[0])
+
+    def combine(self, judge_p: float, pair_p: float, cosine: float) -> float:
+        return _combination_of(self.metadata).probability(judge_p, pair_p, cosine)
+
+
+def _combination_of(meta: PairModelMetadata) -> Combination:
+    if meta.combination is None:
+        raise PairModelError("the pair-model metadata holds no fitted combination")
+    return meta.combination
+
+
+@cache
+def shipped_combination() -> Combination:
+    """The combination stored beside the shipped pair model (read once)."""
+    return _combination_of(PairModelMetadata.read(shipped_model_dir()))
+
+
+def combine(judge_p: float, pair_p: float, cosine: float, combination: Combination | None = None) -> float:
+    """P(same answer) from the judge's probability, the pair model's and the pair's cosine similarity."""
+    return (combination or shipped_combination()).probability(judge_p, pair_p, cosine)

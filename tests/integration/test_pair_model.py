@@ -1,0 +1,59 @@
+"""The shipped pair model with its real cross-encoder: a symmetric, deterministic probability that serves a
+plain rewording and not the near-twin question (it loads the model, so it is not a unit test)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from index.judge.pair_model import PairModel
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def model() -> PairModel:
+    return PairModel()
+
+
+REWORDING = ("How do I reset my password?", "How can I reset my password?")
+INSTALL = ("How do I install Steam?", "How do I uninstall Steam?")
+PIN = ("How do I pin a message in Slack?", "How do I unpin a message in Slack?")
+ORDER = ("How do I convert Celsius to Fahrenheit?", "How do I convert Fahrenheit to Celsius?")
+
+
+def test_probabilities_are_in_unit_range(model: PairModel) -> None:
+    p = model.probabilities([REWORDING, INSTALL, ("", "x"), ("word " * 300, "word " * 299)])
+    assert p.shape == (4,) and np.all((p >= 0.0) & (p <= 1.0))
+
+
+def test_empty_batch_is_empty(model: PairModel) -> None:
+    assert model.probabilities([]).shape == (0,)
+
+
+def test_score_is_symmetric(model: PairModel) -> None:
+    a, b = INSTALL
+    assert model.raw_scores([(a, b)])[0] == pytest.approx(model.raw_scores([(b, a)])[0], abs=1e-5)
+
+
+# The shipped weights come from 337 CPU steps on a shared machine and sit near chance on minimal pairs (see
+# index/data/pair/metadata.json "status"); strict, so a retrained model that separates them turns this red.
+UNDERTRAINED = pytest.mark.xfail(strict=True, reason="undertrained shipped pair model (337 CPU steps): retrain")
+
+
+@pytest.mark.parametrize("contrast", [pytest.param(INSTALL, id="install-uninstall", marks=UNDERTRAINED),
+                                      pytest.param(PIN, id="pin-unpin", marks=UNDERTRAINED),
+                                      pytest.param(ORDER, id="swapped-order")])
+def test_a_rewording_scores_above_a_minimal_contrast(model: PairModel, contrast: tuple[str, str]) -> None:
+    same, different = model.probabilities([REWORDING, contrast])
+    assert same > different
+
+
+def test_same_scores_from_many_threads(model: PairModel) -> None:
+    pairs = [REWORDING, INSTALL, PIN, ORDER] * 4
+    expected = model.probabilities(pairs)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        got = list(pool.map(lambda pair: model.probability(*pair), pairs))
+    assert np.allclose(got, expected, atol=1e-6)
