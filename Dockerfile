@@ -23,9 +23,10 @@ COPY eval ./eval
 RUN python -m pip install .
 # Fail the build, not the first request, if the installed package cannot load the bundled model offline.
 WORKDIR /
-RUN HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python -c "from index.embedder import MiniLMEmbedder; \
-from index.guards import rule_stages; rule_stages(polarity=True, values=True); \
-assert MiniLMEmbedder().embed(['ok']).shape == (1, 384)"
+RUN HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python -c "from index.embedding.embedder import OnnxMiniLMEmbedder; \
+from index.guards.registry import build_stages; build_stages(('polarity', 'values')); \
+from index.judge.model import load_judge; load_judge(); \
+assert OnnxMiniLMEmbedder().embed(['ok']).shape == (1, 384)"
 
 # --- runtime: the venv, no compiler, no source tree, a non-root user.
 FROM python:3.11-slim
