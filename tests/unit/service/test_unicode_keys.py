@@ -20,9 +20,9 @@ async def test_nfd_and_invisible_characters_hit_the_nfc_entry_and_go_upstream_un
         assert first.headers["x-deja-cache"] == "miss"
         hit = await gw.chat("Where is the cafe\u0301 near\u00a0the\u200b station?")
         assert hit.headers["x-deja-cache"] == "hit-exact"
-        await gw.chat("Where is the cafe\u0301 near\u00a0the\u200b station, please tell me?")  # a miss: forwarded
+        await gw.chat("Where is the cafe\u0301 near\u00a0the\u200b station on Sundays?")  # a miss: forwarded
         sent = json.loads(gw.upstream.requests[-1].content)["messages"][0]["content"]
-        assert sent == "Where is the cafe\u0301 near\u00a0the\u200b station, please tell me?"
+        assert sent == "Where is the cafe\u0301 near\u00a0the\u200b station on Sundays?"
 
 
 async def test_number_spellings_share_an_entry(tmp_path: Path) -> None:
@@ -38,7 +38,7 @@ async def test_number_spellings_share_an_entry(tmp_path: Path) -> None:
 async def test_word_changed_by_its_accent_is_not_served(tmp_path: Path) -> None:
     # Threshold mode, where the lexical embedder puts the pair above the threshold; judge mode's veto is tested
     # with the shipped judge and a control candidate in tests/unit/index/test_safety.py.
-    async with inprocess_gateway(tmp_path) as gw:
+    async with inprocess_gateway(tmp_path, decision="threshold") as gw:
         await gw.chat("how long should i rest the pate dough before rolling it out")
         changed = await gw.chat("how long should i rest the p\u00e2t\u00e9 dough before rolling it out")
         assert changed.headers["x-deja-cache"] == "miss"
