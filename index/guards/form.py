@@ -2,6 +2,8 @@
 only in words that never change what is asked (articles, the do/can auxiliary of a question, a politeness
 frame), in case, punctuation, spacing or contractions. Such a pair asks the same question.
 
+A clause moved to the front keeps the content words' cyclic order, and is the same question too.
+
 Everything else counts as content: nouns, verbs, adjectives, numbers, pronouns ("my" vs "your"), prepositions
 ("to" vs "from", "before" vs "after"), negations, wh-words, tense and most modals. So an action and its opposite,
 a sibling option, another value, an inverted order or a negation is never "the same content"; those are for the
@@ -27,16 +29,30 @@ FREE_WORDS = word_set(
 )
 # A prompt must ask about something: below this many content words, sameness of form proves nothing.
 MIN_CONTENT_WORDS = 2
+# Interchangeable question words ("which time zone" asks what "what time zone" asks).
+_SAME_WORD = {"which": "what"}
 
 
 @lru_cache(maxsize=CACHE_SIZE)
 def content(text: str) -> tuple[str, ...]:
     """The stems of `text`'s content words, in order."""
     tokens = _TOKEN.findall(_WORD_HYPHEN.sub(" ", normalize(text)))  # "rate-limited" is "rate limited"
-    return tuple(stem(w) for w in tokens if w not in FREE_WORDS)
+    return tuple(stem(_SAME_WORD.get(w, w)) for w in tokens if w not in FREE_WORDS)
 
 
 def same_content(query: str, cached: str) -> bool:
-    """True when the two prompts differ only in form (see the module docstring)."""
-    left = content(query)
-    return len(left) >= MIN_CONTENT_WORDS and left == content(cached)
+    """True when the two prompts differ only in form (see the module docstring): the same content words in
+    the same order, or the same order with one block moved to the front ("On Windows 11, how do I take a
+    screenshot?"), or the same letters split otherwise ("Wi-Fi" / "WiFi")."""
+    left, right = content(query), content(cached)
+    if len(left) < MIN_CONTENT_WORDS:
+        return False
+    return left == right or _rotated(left, right) or "".join(left) == "".join(right)
+
+
+def _rotated(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
+    """`right` is `left` with a tail block moved to the front. Swapping two arguments ("Celsius to Fahrenheit" /
+    "Fahrenheit to Celsius", "Python ... Java" / "Java ... Python") is never a rotation of three or more words."""
+    if len(left) != len(right) or len(left) < 3:
+        return False
+    return any(right == left[cut:] + left[:cut] for cut in range(1, len(left)))
