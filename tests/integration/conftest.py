@@ -40,9 +40,6 @@ def base_env(stub: StubUpstream, data_dir: Path) -> dict[str, str]:
         "DEJA_UPSTREAM_READ_TIMEOUT": "1.5",
         "DEJA_ADMIN_TOKEN": "admin-secret",
         "DEJA_LOG_LEVEL": "warning",
-        # These suites pin the gateway's machinery with the cosine rule, whose hits follow from the threshold;
-        # the judge (the default decision) has its own suite, tests/integration/test_judge_gateway.py.
-        "DEJA_DECISION": "threshold",
         # Exploration and audits send a random share of hits upstream in the background, where they land on the
         # session's shared stub during a later test and break its call counts; their tests set them themselves.
         "DEJA_EXPLORE_RATE": "0",

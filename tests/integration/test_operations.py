@@ -124,17 +124,17 @@ def test_two_replicas_share_entries_through_sql(stub: StubUpstream, tmp_path: Pa
                             timeout=5.0)
             assert chat(b.url, key, "How do I enable two-factor authentication?").headers[
                 "x-deja-cache"] == "hit-exact"
-            assert chat(b.url, key, "How can I turn on two-factor authentication?").headers[
+            assert chat(b.url, key, "How can I enable two-factor authentication?").headers[
                 "x-deja-cache"] == "hit-semantic"
             b.stop()  # a replica that was down catches up from SQL
             chat(a.url, key, "How do I export my data as CSV?")
             httpx.post(a.url + "/deja/invalidate", headers=ADMIN, json={"model": "gone"})
             b.start()
-            assert chat(b.url, key, "How can I export my data as a CSV file?").headers[
+            assert chat(b.url, key, "How can I export my data as CSV?").headers[
                 "x-deja-cache"] == "hit-semantic"
             entry = chat(a.url, key, "How do I export my data as CSV?").headers["x-deja-entry"]
             httpx.delete(f"{a.url}/deja/entries/{entry}", headers=ADMIN)
-            assert wait_for(lambda: chat(b.url, key, "How can I export my data as a CSV file?").headers[
+            assert wait_for(lambda: chat(b.url, key, "How can I export my data as CSV?").headers[
                 "x-deja-cache"] == "miss", timeout=2.0)
         finally:
             a.stop()
