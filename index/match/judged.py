@@ -120,14 +120,10 @@ def judge(
     # still asks the same question; the most probable such one is served (never one `index.guards.safety` vetoes).
     same = [i for i in np.argsort(-p, kind="stable")
             if not vetoes[int(i)] and same_content(query, chosen[int(i)].prompt)]
-    served = int(same[0]) if same and _same_context(query_context, chosen[int(same[0])].context) else None
+    # (Conversations never reach the judge: `MatchPolicy.for_request` gives them the cosine rule.)
+    served = int(same[0]) if same else None
     return Judgement(chosen, probabilities, bar, version, budget, served, best, vetoes,
                      same_content=served is not None)
-
-
-def _same_context(query_context: str | None, cached_context: str | None) -> bool:
-    """Conversations: a rewording of the last message is the same question only in the same context."""
-    return query_context is None or query_context == cached_context
 
 
 def _veto_reason(query: str, candidate: Candidate, query_context: str | None, max_chars: int) -> str:

@@ -9,7 +9,7 @@ a word and other scripts into more, so 150 whitespace words or 1,000 characters 
 
 from __future__ import annotations
 
-import unicodedata
+from index.request.textnorm import matching_text
 
 WINDOW_WORDS = 150
 WINDOW_CHARS = 1000
@@ -21,7 +21,7 @@ def beyond_window(text: str) -> bool:
 
 
 def _normal(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFC", text).casefold().split())
+    return " ".join(matching_text(text).casefold().split())
 
 
 def differs_past_window(left: str, right: str) -> bool:
