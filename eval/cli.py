@@ -28,6 +28,7 @@ from index.errors import StoreUnavailable
 from index.guards.registry import build_stages
 from index.guards.stages import Stage, parse_stage_names
 from index.judge.model import Judge
+from index.match.judged import PairReader
 from index.match.policy import DEFAULT_MAX_FALSE_HIT_RATE, DecisionMode, MatchPolicy
 from index.settings import Settings
 from index.storage.entries import display_url
@@ -215,7 +216,7 @@ def sweep(
         assert dataset is not None
         floor = policy if threshold == DEFAULT_SWEEP_THRESHOLDS else policy.at(thresholds[0])
         _sweep_judge(dataset, fmt, embedder, floor, _budgets(budgets, floor), output, confidence,
-                     _load_judge(settings), chosen)
+                     _load_judge(settings), chosen, _load_pair(settings))
         return
     config = SweepConfig(thresholds, _stage_sets(chosen, compare), max_false_hit_rate, confidence, policy)
     if dataset is not None:
@@ -223,7 +224,7 @@ def sweep(
         if judge_policy.judged and not as_json:
             typer.echo("\nThe gateway decides by the judge (DEJA_DECISION=judge); its points, one per budget:")
             _sweep_judge(dataset, fmt, embedder, judge_policy, _budgets(budgets, judge_policy),
-                         _Output(False, None), confidence, _load_judge(settings), chosen)
+                         _Output(False, None), confidence, _load_judge(settings), chosen, _load_pair(settings))
         return
     _sweep_traffic(_TrafficSource(settings.sql_url, namespace, apply, api), config, output)
 
@@ -307,9 +308,21 @@ def _load_judge(settings: Settings) -> Judge:
         _fail(str(exc))
 
 
+def _load_pair(settings: Settings) -> PairReader | None:
+    """The pair model the gateway stacks with the judge (None when `DEJA_PAIR_MODEL` is off)."""
+    from index.judge.pair_model import PairModelError, load_pair_stage
+
+    if not settings.pair_model:
+        return None
+    try:
+        return load_pair_stage()
+    except PairModelError as exc:
+        _fail(str(exc))
+
+
 def _sweep_judge(dataset: Path, fmt: DatasetFormat, embedder: EmbedderName, policy: MatchPolicy,
                  budgets: tuple[float, ...], output: _Output, confidence: float, model: Judge,
-                 stages: tuple[Stage, ...]) -> None:
+                 stages: tuple[Stage, ...], pair: PairReader | None = None) -> None:
     """`eval sweep --decision judge`: one row per budget, through the gateway's judge rule."""
     from eval.judge_sweep import judge_scores, run_judge_sweep
     from eval.metrics import roc_auc
@@ -318,11 +331,14 @@ def _sweep_judge(dataset: Path, fmt: DatasetFormat, embedder: EmbedderName, poli
 
     encoder, scored = _scored_pairs(dataset, fmt, embedder, policy)
     report = build_report(dataset.name, encoder.model_id, scored, SweepConfig((), (), None, confidence, policy))
-    report = dataclasses.replace(report, sweeps=(run_judge_sweep(scored, model, budgets, policy, confidence, stages),))
+    sweep = run_judge_sweep(scored, model, budgets, policy, confidence, stages, pair)
+    report = dataclasses.replace(report, sweeps=(sweep,))
+    scorer = model if pair is None else pair
     auc = roc_auc([item.pair.same_answer for item in scored], judge_scores(scored, model))
-    note = (f"judge {model.version} · candidate floor {policy.min_similarity:g} · ROC-AUC of P(same) "
-            f"{'-' if auc is None else f'{auc:.3f}'} · rows are false-hit budgets (bar = "
-            + ", ".join(f"{b:g}: {model.cut(b):.3f}" for b in budgets) + ") · conversation pairs: cosine ≥ "
+    reader = "" if pair is None else f" + pair model {pair.version} (bars are the stack's)"
+    note = (f"judge {model.version}{reader} · candidate floor {policy.min_similarity:g} · ROC-AUC of the "
+            f"judge's P(same) {'-' if auc is None else f'{auc:.3f}'} · rows are false-hit budgets (bar = "
+            + ", ".join(f"{b:g}: {scorer.cut(b):.3f}" for b in budgets) + ") · conversation pairs: cosine ≥ "
             f"{policy.conversation_threshold:g} + stages {','.join(s.name for s in stages) or 'none'}")
     if output.out is not None:
         _write_files(report, output.out, None)
@@ -463,7 +479,7 @@ def replay(
     if policy.judged:
         floors = (policy.min_similarity,) if threshold is None else _thresholds(threshold)
         config = ReplayConfig(floors, (), policy=policy, budgets=_budgets(budget, policy),
-                              judge=_load_judge(settings))
+                              judge=_load_judge(settings), pair=_load_pair(settings))
     else:
         config = ReplayConfig(_thresholds(threshold or DEFAULT_REPLAY_THRESHOLD), chosen, policy=policy)
     model = make_embedder(embedder)

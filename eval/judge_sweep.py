@@ -13,6 +13,7 @@ from index.guards.stages import MemoStage, Stage
 from index.judge.features import JudgeInput, feature_matrix
 from index.judge.model import Judge
 from index.match.decide import Deciders, decide
+from index.match.judged import PairReader
 from index.match.outcome import JUDGE_STAGE, Candidate
 from index.match.policy import MatchPolicy
 
@@ -23,14 +24,14 @@ def _comparable(item: ScoredPair, floor: float) -> bool:
 
 def run_judge_sweep(
     scored: Sequence[ScoredPair], model: Judge, budgets: Sequence[float], policy: MatchPolicy,
-    confidence: float = 0.95, stages: Sequence[Stage] = (),
+    confidence: float = 0.95, stages: Sequence[Stage] = (), pair: PairReader | None = None,
 ) -> Sweep:
     """One point per budget (ascending), each pair decided by `index.match.decide` as the gateway decides it.
     Pairs below the policy's candidate floor are misses, as in the gateway; conversation pairs go through the
     conversation rule (`MatchPolicy.for_request`) with `stages`."""
     same = sum(1 for item in scored if item.pair.same_answer)
     memo = tuple(MemoStage(s) for s in stages)
-    deciders = Deciders(memo, tuple(MemoStage(s) for s in context_stages(memo)), model)
+    deciders = Deciders(memo, tuple(MemoStage(s) for s in context_stages(memo)), model, pair=pair)
     points = tuple(_point(scored, policy.with_budget(b), confidence, deciders) for b in sorted(set(budgets)))
     return Sweep(stages=(JUDGE_STAGE,), same_pairs=same, must_not_pairs=len(scored) - same,
                  stage_checks=sum(1 for item in scored if _comparable(item, policy.min_similarity)), points=points)

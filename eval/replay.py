@@ -24,6 +24,7 @@ from index.guards.stages import Stage
 from index.judge.model import Judge
 from index.match.decide import OFF, Deciders
 from index.match.explore import Exploration
+from index.match.judged import PairReader
 from index.match.outcome import Lookup
 from index.match.policy import DEFAULT_POLICY, MatchPolicy
 from index.records import Verdict
@@ -116,11 +117,13 @@ class ReplayConfig:
     # of its draws.
     exploration: Exploration = OFF
     seed: int = 0
+    # Judge mode: the pair model stacked with the judge, as the gateway runs it (None = the judge alone).
+    pair: PairReader | None = None
 
     def deciders(self) -> Deciders:
         """What decides each replayed request: the same parts the gateway's `Cache` holds."""
         return Deciders(self.stages, None, self.judge, self.exploration,
-                        random.Random(self.seed).random)
+                        random.Random(self.seed).random, pair=self.pair)
 
     def points(self) -> tuple[MatchPolicy, ...]:
         """The policy of each row: one per threshold, or per (floor, budget) in judge mode."""

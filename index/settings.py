@@ -53,6 +53,9 @@ class Settings(BaseSettings):
     judge_candidates: int = Field(DEFAULT_JUDGE_CANDIDATES, ge=1, le=50,
                                   description="Judge mode: nearest candidates the judge scores per request")
     judge_model: Path | None = Field(None, description="Judge folder (judge.npz + metadata.json); empty = shipped")
+    pair_model: bool = Field(
+        True, description="Judge mode: the pair model reads both prompts where the judge's P alone cannot settle "
+        "the decision (index/data/pair); false = the judge alone")
     min_similarity: float | None = Field(
         None, ge=-1.0, le=1.0,
         description="Cosine similarity threshold (threshold mode) or candidate floor (judge mode); empty = 0.90 "

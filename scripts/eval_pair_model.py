@@ -41,8 +41,28 @@ from scripts import train_judge as tj  # noqa: E402
 
 REALISTIC = ("pairs", "conv", "stream", "trace2")
 BUDGET = 0.02
+BUDGET_GRID = (0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2)  # the bars stored per budget (Combination.cut)
 MIN_SERVED = 5  # a source serving fewer than this at a bar cannot show a rate; it does not block the bar
-CACHE = Path("/tmp/deja-pair-eval-embeddings.npz")
+CACHE = Path("/tmp/deja-pair-eval-embeddings-default.npz")
+
+
+class RuntimeVectors(tj.Vectors):
+    """Vectors from the gateway's default embedder (Settings().embedder): the stack and its bars are fitted on
+    the cosines and judge inputs the gateway will compute."""
+
+    def need(self, texts: set[str]) -> None:
+        todo = sorted(texts - self.known.keys())
+        if not todo:
+            return
+        from index.embedding.embedder import make_embedder
+        from index.settings import Settings
+
+        embedder = make_embedder(Settings().embedder)
+        for start in range(0, len(todo), 1024):
+            chunk = todo[start : start + 1024]
+            self.known.update(zip(chunk, embedder.embed(chunk), strict=True))
+            tj.progress(f"embedded {min(start + 1024, len(todo))}/{len(todo)} texts")
+            self.save()
 
 
 @dataclass(frozen=True)
@@ -142,11 +162,14 @@ def fit_stack(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
 
 
 def features(judge_p: np.ndarray, pair_p: np.ndarray, cos: np.ndarray) -> np.ndarray:
+    """The stack's inputs as `index.judge.pair_model.Combination` computes them (the pair P clipped)."""
+    from index.judge.pair_model import PAIR_CLIP
+
     def logit(p: np.ndarray) -> np.ndarray:
         q = np.clip(p, 1e-4, 1 - 1e-4)
         return np.asarray(np.log(q / (1 - q)))
 
-    return np.column_stack([logit(judge_p), logit(pair_p), cos])
+    return np.column_stack([logit(judge_p), logit(np.clip(pair_p, PAIR_CLIP, 1 - PAIR_CLIP)), cos])
 
 
 def per_source_bar(p: np.ndarray, y: np.ndarray, sources: np.ndarray, budget: float) -> float:
@@ -241,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     from index.judge.pair_model import METADATA_FILE, PairModel, shipped_model_dir
 
     torch.set_num_threads(2)
-    inputs, vectors = tv.Inputs(), tj.Vectors(CACHE)
+    inputs, vectors = tv.Inputs(), RuntimeVectors(CACHE)
     rng = random.Random(pair_data.SEED)
     traces = trace_rows(inputs, vectors)
     by_part: dict[tuple[str, str], list[Row]] = defaultdict(list)
@@ -274,8 +297,10 @@ def main(argv: list[str] | None = None) -> int:
     results = table(rows, scores, bars)
     print_table(results, list(scores))
     cost = timing(model, judge, rows)
+    grid = [(budget, per_source_bar(combo_p[own], y[own], sources[own], budget)) for budget in BUDGET_GRID]
     combination = {"weights": {"judge": float(w[0]), "pair": float(w[1]), "cosine": float(w[2])}, "bias": b,
                    "min_probability": round(bars["combined"], 4), "budget": BUDGET,
+                   "bars": [[budget, round(bar, 4)] for budget, bar in grid],
                    "bar_rule": f"lowest bar with wrong/served <= {BUDGET} on each of {list(REALISTIC)} (calib split)",
                    "fitted_on": "judge-calibration groups of pairs-dev, conv-dev and the dev parts of stream/trace2",
                    "calib_pairs": int(own.sum())}

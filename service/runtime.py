@@ -25,6 +25,7 @@ from index.errors import StoreUnavailable
 from index.forgetting import Forgetting, Retention
 from index.guards.registry import build_stages
 from index.judge.model import JudgeModelError, load_judge
+from index.judge.pair_model import PairModelError, PairStage, load_pair_stage
 from index.maintenance import Maintainer
 from index.match.audit_sampler import AuditSampler
 from index.match.bar import raised
@@ -32,7 +33,7 @@ from index.match.bar_book import BarBook
 from index.match.decide import Deciders
 from index.match.differences import Differences
 from index.match.explore import Exploration
-from index.match.judged import PairJudge
+from index.match.judged import PairJudge, PairReader
 from index.match.policy import MatchPolicy
 from index.search.hnsw import SemanticIndex
 from index.search.pgvector import PgVectorIndex, PgVectorParams
@@ -82,6 +83,9 @@ class Parts:
     audit_draw: Callable[[], float] = random.random
     # The judge of judge mode; None = `load_judge(settings.judge_model)` (the shipped one by default).
     judge: PairJudge | None = None
+    # The pair model stacked with the judge; None = the shipped one when `DEJA_PAIR_MODEL` is on and the judge
+    # is built from settings (an injected judge runs alone unless a pair reader is injected with it).
+    pair: PairReader | None = None
 
 
 def build_embedder(settings: Settings, model: Embedder | None = None) -> BatchingEmbedder:
@@ -162,8 +166,13 @@ class Runtime:
         self.judges = JudgeStore(self.engine)
         self.judge_in_force: str | None = None
         self.audit_draw = parts.audit_draw
+        pair = parts.pair
+        if pair is None and judge is not None and parts.judge is None and settings.pair_model:
+            pair = load_pair_stage()
+        # A judge refitted on the deployment's own labels decides alone (its bar is calibrated on them).
+        self.prior_pair = pair
         deciders = Deciders(self.stages, None, judge, Exploration(settings.explore_rate),
-                            parts.draw)
+                            parts.draw, pair=pair)
         self.cache = Cache(parts.exact or build_exact(settings), self.store,
                            build_index(settings, self.engine, self.embedder), self.embedder, config, deciders,
                            clock=self.clock)
@@ -196,9 +205,10 @@ class Runtime:
     def prior_bar(self, namespace: str) -> float:
         """The namespace's bar before the live budget moves it: the judge's cut, or the cosine threshold."""
         policy = self.thresholds.prior_for(namespace)
-        judge = self.cache.deciders.judge
-        if policy.judged and judge is not None:
-            return judge.cut(policy.max_false_hit_rate)
+        deciders = self.cache.deciders
+        scorer = deciders.pair if deciders.pair is not None else deciders.judge
+        if policy.judged and scorer is not None:
+            return scorer.cut(policy.max_false_hit_rate)
         return policy.min_similarity
 
     def upstream_for(self, name: UpstreamName) -> Upstream:
@@ -227,6 +237,7 @@ class Runtime:
 
     def load_index(self) -> None:
         """Start-up in a worker thread: the index from the snapshot (plus catch-up from SQL) or rebuilt."""
+        self._warm_pair_model()
         try:
             report = self.maintainer.start(self.snapshot if self.settings.snapshot_interval_seconds else None)
             self._started = True
@@ -238,6 +249,17 @@ class Runtime:
             log.error("entry store unavailable at start-up, serving degraded: %s", exc)
         finally:
             self.ready.set()
+
+    def _warm_pair_model(self) -> None:
+        """Load the pair model before the first request needs it; one that cannot load leaves the judge alone."""
+        if not isinstance(self.prior_pair, PairStage):
+            return
+        try:
+            self.prior_pair.warm()
+        except PairModelError as exc:
+            log.error("pair model not loaded, the judge decides alone: %s", exc)
+            self.prior_pair = None
+            self.cache.deciders = dataclasses.replace(self.cache.deciders, pair=None)
 
     def save_snapshot(self) -> None:
         """Save the index beside its SQL watermark (periodically in `tick`, and at shutdown)."""
@@ -304,16 +326,19 @@ class Runtime:
         except JudgeModelError as exc:
             log.error("judge %s not put in force, keeping the one in force: %s", version, exc)
             return
-        self.cache.deciders = dataclasses.replace(self.cache.deciders, judge=judge)
+        pair = self.prior_pair if version is None else None
+        self.cache.deciders = dataclasses.replace(self.cache.deciders, judge=judge, pair=pair)
         self.judge_in_force = version
         log.info("judge in force: %s", judge.version)
 
     def describe(self) -> str:
         """The start-up block `deja serve` logs: what was loaded, where the data lives, what decides."""
-        s, judge = self.settings, self.cache.deciders.judge
+        s, judge, pair = self.settings, self.cache.deciders.judge, self.cache.deciders.pair
         if self.policy.judged and judge is not None:
-            decision = (f"judge {judge.version} at a false-hit budget of {self.policy.max_false_hit_rate:g} (bar "
-                        f"{judge.cut(self.policy.max_false_hit_rate):.3f}), candidates >= "
+            scorer = judge if pair is None else pair
+            reader = "" if pair is None else f" + pair model {pair.version}"
+            decision = (f"judge {judge.version}{reader} at a false-hit budget of {self.policy.max_false_hit_rate:g} "
+                        f"(bar {scorer.cut(self.policy.max_false_hit_rate):.3f}), candidates >= "
                         f"{self.policy.min_similarity:g}; conversations: cosine >= "
                         f"{self.policy.conversation_threshold:g}")
         else:

@@ -12,6 +12,7 @@ import numpy.typing as npt
 from index.judge.features import JudgeInput, feature_matrix
 from index.judge.fit import TrainingPlan, calibrate, held_out, train
 from index.judge.model import Judge
+from index.judge.pair_model import Combination
 
 # Near-twin intents: each pair shares most words and needs another answer.
 WORDINGS = {
@@ -83,3 +84,28 @@ class FixedJudge:
 
     def probabilities(self, items: Sequence[object]) -> npt.NDArray[np.float64]:
         return np.full(len(items), self.p)
+
+
+class FixedPair:
+    """A pair-reader fake through the real seam (`index.match.judged.PairReader`): the real stack
+    (`index.judge.pair_model.Combination`) over a pair model that gives each cached prompt a fixed P (`default`
+    for any other), counting the pairs it reads."""
+
+    def __init__(self, combination: Combination, pair_p: dict[str, float], default: float = 0.5,
+                 pair_range: tuple[float, float] = (0.02, 0.98), version: str = "pair-fixed") -> None:
+        self.combination, self.pair_p, self.default = combination, pair_p, default
+        self.pair_range, self.version = pair_range, version
+        self.read: list[tuple[str, str]] = []
+
+    def cut(self, max_false_hit_rate: float) -> float:
+        return self.combination.cut(max_false_hit_rate)
+
+    def bounds(self, judge_p: float, cosine: float) -> tuple[float, float]:
+        return self.combination.bounds(judge_p, cosine, self.pair_range)
+
+    def probabilities(self, pairs: Sequence[tuple[str, str]], judge_p: Sequence[float],
+                      cosines: Sequence[float]) -> npt.NDArray[np.float64]:
+        self.read += list(pairs)
+        low, high = self.pair_range
+        return np.array([self.combination.probability(j, min(max(self.pair_p.get(b, self.default), low), high), c)
+                         for (_, b), j, c in zip(pairs, judge_p, cosines, strict=True)], dtype=np.float64)

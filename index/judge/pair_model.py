@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +34,8 @@ METADATA_FILE = "metadata.json"
 WORD_EMBEDDINGS = "embeddings.word_embeddings.weight"
 KIND = "pair_cross_encoder"
 _EPS = 1e-4
+# The pair P the stack reads is clipped to [PAIR_CLIP, 1 - PAIR_CLIP] (in fitting and at run time).
+PAIR_CLIP = 0.02
 
 
 class PairModelError(DejaError):
@@ -88,10 +90,29 @@ class Combination:
     w_cosine: float
     bias: float
     min_probability: float
+    # (budget, bar) pairs, budgets ascending: the lowest P whose wrong / served stays within that budget on each
+    # realistic calibration source. Empty = only `min_probability`, at the budget it was fitted for.
+    bars: tuple[tuple[float, float], ...] = ()
+    budget: float = 0.02
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.min_probability <= 1.0:
             raise ValueError(f"min_probability must be a probability, got {self.min_probability}")
+        if any(b[0] >= a[0] for a, b in zip(self.bars[1:], self.bars, strict=False)):
+            raise ValueError("combination bars must be sorted by budget")
+
+    def cut(self, max_false_hit_rate: float) -> float:
+        """The bar for a budget: that of the largest fitted budget not above it (never a looser one); a budget
+        below every fitted one serves nothing."""
+        table = self.bars or ((self.budget, self.min_probability),)
+        fitted = [bar for budget, bar in table if budget <= max_false_hit_rate + 1e-12]
+        return fitted[-1] if fitted else math.inf
+
+    def bounds(self, judge_p: float, cosine: float, pair_range: tuple[float, float]) -> tuple[float, float]:
+        """The lowest and highest P the stack can give this judge P and cosine, over the pair model's range: when
+        a bar lies outside them, the pair model cannot change the decision and need not run."""
+        low, high = (self.probability(judge_p, p, cosine) for p in pair_range)
+        return (low, high) if low <= high else (high, low)
 
     def probability(self, judge_p: float, pair_p: float, cosine: float) -> float:
         for name, value in (("judge_p", judge_p), ("pair_p", pair_p)):
@@ -105,8 +126,9 @@ class Combination:
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Combination:
         w = raw["weights"]
+        bars = tuple((float(b), float(v)) for b, v in raw.get("bars", ()))
         return cls(float(w["judge"]), float(w["pair"]), float(w["cosine"]), float(raw["bias"]),
-                   float(raw["min_probability"]))
+                   float(raw["min_probability"]), bars, float(raw.get("budget", 0.02)))
 
 
 @dataclass(frozen=True)
@@ -118,6 +140,7 @@ class PairModelMetadata:
     max_length: int
     calibration: Calibration
     combination: Combination | None
+    weights_sha256: str = ""
 
     @classmethod
     def read(cls, model_dir: Path) -> PairModelMetadata:
@@ -135,6 +158,7 @@ class PairModelMetadata:
             max_length=int(raw["max_length"]),
             calibration=Calibration(tuple(map(float, cal["xs"])), tuple(map(float, cal["ys"]))),
             combination=Combination.from_json(combo) if combo else None,
+            weights_sha256=str(raw.get("weights_sha256", "")),
         )
 
 
@@ -219,3 +243,66 @@ def shipped_combination() -> Combination:
 def combine(judge_p: float, pair_p: float, cosine: float, combination: Combination | None = None) -> float:
     """P(same answer) from the judge's probability, the pair model's and the pair's cosine similarity."""
     return (combination or shipped_combination()).probability(judge_p, pair_p, cosine)
+
+
+class PairScorer(Protocol):
+    """What the stage needs of a pair model: calibrated P(same answer) per (query, cached) pair."""
+
+    def probabilities(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float64]: ...
+
+
+class PairStage:
+    """The pair model as the judge's second reader: the stacked P of the judge's P, the pair model's and the
+    cosine, with its bar per budget. The model loads on first use (or `warm`); safe to share across threads."""
+
+    def __init__(self, model_dir: Path | None = None, model: PairScorer | None = None) -> None:
+        self._dir = model_dir or shipped_model_dir()
+        self.metadata = PairModelMetadata.read(self._dir)
+        self.combination = _combination_of(self.metadata)
+        ys = self.metadata.calibration.ys
+        # The stack reads the pair P clipped to this range (as it was fitted), so its pull is bounded.
+        self.pair_range = (max(min(ys), PAIR_CLIP), min(max(ys), 1.0 - PAIR_CLIP))
+        self.version = "pair-" + (self.metadata.weights_sha256[:8] or "unversioned")
+        self._model = model
+        self._lock = threading.Lock()
+
+    def warm(self) -> PairScorer:
+        """The loaded model (loading it now if it was not yet)."""
+        with self._lock:
+            if self._model is None:
+                self._model = PairModel(self._dir)
+            return self._model
+
+    def cut(self, max_false_hit_rate: float) -> float:
+        return self.combination.cut(max_false_hit_rate)
+
+    def bounds(self, judge_p: float, cosine: float) -> tuple[float, float]:
+        return self.combination.bounds(judge_p, cosine, self.pair_range)
+
+    def probabilities(
+        self, pairs: Sequence[tuple[str, str]], judge_p: Sequence[float], cosines: Sequence[float],
+    ) -> npt.NDArray[np.float64]:
+        """The stacked P of each (query, cached) pair, given the judge's P and the pair's cosine."""
+        if not pairs:
+            return np.empty(0, dtype=np.float64)
+        low, high = self.pair_range
+        pair_p = np.clip(self.warm().probabilities(pairs), low, high)
+        cos = np.clip(np.asarray(cosines, dtype=np.float64), -1.0, 1.0)
+        return np.array([self.combination.probability(float(j), float(q), float(c))
+                         for j, q, c in zip(judge_p, pair_p, cos, strict=True)], dtype=np.float64)
+
+
+def load_pair_stage(model_dir: Path | None = None) -> PairStage | None:
+    """The given pair stage, or the shipped one (one per process: its model loads once and is shared); None
+    when the shipped metadata holds no fitted combination."""
+    if model_dir is not None:
+        return PairStage(model_dir)
+    return _shipped_stage()
+
+
+@cache
+def _shipped_stage() -> PairStage | None:
+    try:
+        return PairStage()
+    except PairModelError:
+        return None

@@ -19,7 +19,7 @@ from index.guards.registry import context_stages
 from index.guards.stages import Stage, StageResult
 from index.judge.features import EntryHistory
 from index.match.explore import Exploration
-from index.match.judged import JudgeSetup, PairJudge, judge
+from index.match.judged import JudgeSetup, PairJudge, PairReader, judge
 from index.match.outcome import Candidate, Decision, Reason
 from index.match.policy import MatchPolicy
 from index.match.threshold import by_threshold
@@ -42,6 +42,8 @@ class Deciders:
     judge: PairJudge | None = None
     exploration: Exploration = OFF
     draw: Callable[[], float] = field(default=random.random)
+    # The pair model stacked with the judge (`index.judge.pair_model.load_pair_stage`); None = the judge alone.
+    pair: PairReader | None = None
 
     @property
     def over_contexts(self) -> tuple[Stage, ...]:
@@ -80,7 +82,7 @@ def decide(
         veto = StageResult(CONTRAST, False, f"opposite words {a!r} vs {b!r}")
         return Decision(Reason.VETOED, candidates[0].similarity, vetoed_by=CONTRAST, stages=(veto,), chosen=0)
     setup = JudgeSetup(deciders.judge, policy.max_false_hit_rate, policy.judge_candidates, histories or {},
-                       max_decision_chars=policy.max_decision_chars, bar_level=policy.bar_level)
+                       max_decision_chars=policy.max_decision_chars, bar_level=policy.bar_level, pair=deciders.pair)
     judgement = judge(query, candidates, setup, query_context)
     index = judgement.chosen if judgement.chosen is not None else judgement.best
     assert index is not None and judgement.probability is not None

@@ -17,7 +17,7 @@ from index.judge.features import MISSING, EntryHistory, JudgeInput
 from index.judge.model import check_budget
 from index.match.bar import raised
 from index.match.outcome import Candidate
-from index.match.policy import DEFAULT_JUDGE_CANDIDATES, DEFAULT_MAX_FALSE_HIT_RATE
+from index.match.policy import DEFAULT_JUDGE_CANDIDATES, DEFAULT_MAX_FALSE_HIT_RATE, DEFAULT_PAIR_CANDIDATES
 from index.request.keys import DEFAULT_MAX_DECISION_CHARS
 
 
@@ -31,6 +31,22 @@ class PairJudge(Protocol):
     def probabilities(self, items: Sequence[JudgeInput]) -> npt.NDArray[np.float64]: ...
 
     def cut(self, max_false_hit_rate: float) -> float: ...
+
+
+class PairReader(Protocol):
+    """The judge's second reader (`index.judge.pair_model.PairStage`): a model that reads both prompts, stacked
+    with the judge's P and the cosine into one P(same answer) with its own bar per budget. `bounds` says which
+    P the stack can give before the model runs, so it runs only where it can change the decision."""
+
+    @property
+    def version(self) -> str: ...
+
+    def cut(self, max_false_hit_rate: float) -> float: ...
+
+    def bounds(self, judge_p: float, cosine: float) -> tuple[float, float]: ...
+
+    def probabilities(self, pairs: Sequence[tuple[str, str]], judge_p: Sequence[float],
+                      cosines: Sequence[float]) -> npt.NDArray[np.float64]: ...
 
 
 @dataclass(frozen=True)
@@ -50,6 +66,8 @@ class Judgement:
     # The served candidate asks the same as the request in other words only (`index.guards.form`): served
     # whatever its probability.
     same_content: bool = False
+    # How many candidates the pair model read (0 when the judge's P settled every one).
+    pair_read: int = 0
 
     @property
     def hit(self) -> bool:
@@ -73,6 +91,10 @@ class JudgeSetup:
     max_decision_chars: int = DEFAULT_MAX_DECISION_CHARS
     # Steps the bar is moved from the calibrated cut by the live budget (`index.match.bar`); 0 = the prior.
     bar_level: int = 0
+    # The pair model stacked with the judge (None = the judge's P alone) and how many of the most probable
+    # undecided candidates it may read per request.
+    pair: PairReader | None = None
+    pair_candidates: int = DEFAULT_PAIR_CANDIDATES
 
     def __post_init__(self) -> None:
         check_budget(self.max_false_hit_rate)
@@ -97,9 +119,11 @@ def judge(
     A candidate that `index.guards.safety` vetoes (past the length cap, an accent that changes a word) is not
     scored and gets probability 0: it is never served, and its features are never computed."""
     chosen = tuple(candidates[: setup.candidates])
-    bar = raised(setup.judge.cut(setup.max_false_hit_rate), setup.bar_level)
+    scorer = setup.pair if setup.pair is not None else setup.judge
+    bar = raised(scorer.cut(setup.max_false_hit_rate), setup.bar_level)
+    version = setup.judge.version if setup.pair is None else f"{setup.judge.version}+{setup.pair.version}"
     if not chosen:
-        return Judgement((), (), bar, setup.judge.version, setup.max_false_hit_rate)
+        return Judgement((), (), bar, version, setup.max_false_hit_rate)
     sims = [c.similarity for c in chosen]
     vetoes = tuple(_veto_reason(query, c, query_context, setup.max_decision_chars) for c in chosen)
     items = [
@@ -111,11 +135,14 @@ def judge(
     p = np.zeros(len(chosen), dtype=np.float64)
     if scored:
         p[scored] = setup.judge.probabilities([items[i] for i in scored])
+    read = 0
+    if setup.pair is not None and scored:
+        p, read = _stacked(query, chosen, scored, p, bar, setup.pair, setup.pair_candidates)
     best = int(np.argmax(p))
     probabilities = tuple(float(x) for x in p)
-    version, budget = setup.judge.version, setup.max_false_hit_rate
+    budget = setup.max_false_hit_rate
     if float(p[best]) >= bar and not vetoes[best]:
-        return Judgement(chosen, probabilities, bar, version, budget, best, best, vetoes)
+        return Judgement(chosen, probabilities, bar, version, budget, best, best, vetoes, pair_read=read)
     # Below the bar, a candidate with the request's own content words in the same order (a plain rewording)
     # still asks the same question; the most probable such one is served (never one `index.guards.safety` vetoes).
     same = [i for i in np.argsort(-p, kind="stable")
@@ -123,7 +150,31 @@ def judge(
     # (Conversations never reach the judge: `MatchPolicy.for_request` gives them the cosine rule.)
     served = int(same[0]) if same else None
     return Judgement(chosen, probabilities, bar, version, budget, served, best, vetoes,
-                     same_content=served is not None)
+                     same_content=served is not None, pair_read=read)
+
+
+def _stacked(
+    query: str, chosen: Sequence[Candidate], scored: Sequence[int], judge_p: npt.NDArray[np.float64], bar: float,
+    pair: PairReader, limit: int,
+) -> tuple[npt.NDArray[np.float64], int]:
+    """Each scored candidate's stacked P. Where the bar lies outside what the stack can give a candidate
+    (`PairReader.bounds`), the bound that decides stands in (the lower one for a sure hit, the upper one for a
+    sure miss) and the pair model does not run; it reads the `limit` most probable undecided candidates, unless
+    a sure hit already settles the request. An undecided candidate it does not read keeps its lower bound."""
+    p = np.zeros(len(chosen), dtype=np.float64)
+    undecided: list[int] = []
+    for i in scored:
+        low, high = pair.bounds(float(judge_p[i]), chosen[i].similarity)
+        p[i] = high if high < bar else low
+        if low < bar <= high:
+            undecided.append(i)
+    if not undecided or float(p.max()) >= bar:
+        return p, 0
+    read = sorted(undecided, key=lambda i: -float(judge_p[i]))[:limit]
+    stacked = pair.probabilities([(query, chosen[i].prompt) for i in read], [float(judge_p[i]) for i in read],
+                                 [chosen[i].similarity for i in read])
+    p[read] = stacked
+    return p, len(read)
 
 
 def _veto_reason(query: str, candidate: Candidate, query_context: str | None, max_chars: int) -> str:

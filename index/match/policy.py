@@ -18,6 +18,8 @@ DEFAULT_MIN_SIMILARITY = 0.90
 DEFAULT_MIN_CONTEXT_SIMILARITY = 0.70
 DEFAULT_MAX_FALSE_HIT_RATE = 0.02
 DEFAULT_JUDGE_CANDIDATES = 5
+# The pair model reads at most this many undecided candidates per request (the most probable by the judge).
+DEFAULT_PAIR_CANDIDATES = 1
 # Candidate floor in judge mode: below it the judge's calibration data holds no pairs (see docs/judge.md).
 DEFAULT_JUDGE_MIN_SIMILARITY = 0.5
 # Nearest neighbours read and decided per semantic lookup in threshold mode (`DEJA_CANDIDATES`).
