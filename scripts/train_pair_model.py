@@ -7,6 +7,8 @@ steps, the machine that produced it, and the isotonic calibration fitted on the 
     python scripts/train_pair_model.py                 # CPU: 3 layers, max length 64, ~35 min time guard
     python scripts/train_pair_model.py --large          # GPU: 6 layers, max length 128, more steps
 
+Ends by exporting the runtime's int8 ONNX model and calibrating it (scripts/export_pair_model.py).
+
 The time guard ends training early on a busy machine; the learning-rate schedule follows whichever of steps
 or wall time is further along, so a cut run still ends at a low learning rate.
 """
@@ -264,7 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     ship(args.out, model, cfg, (xs, ys), meta)
     progress(f"wrote {args.out}: {json.dumps(meta['calib_metrics'])}")
-    return 0
+    from scripts import export_pair_model  # the runtime's int8 ONNX export, calibrated on its own scores
+
+    return export_pair_model.main(["--model", str(args.out)])
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from index.embedding.embedder import bundled_model_path
 from index.errors import DejaError
 
 WEIGHTS_FILE = "model.safetensors"
+ONNX_FILE = "model.int8.onnx"  # the runtime's export (scripts/export_pair_model.py): self-contained, int8 weights
 CONFIG_FILE = "config.json"
 METADATA_FILE = "metadata.json"
 WORD_EMBEDDINGS = "embeddings.word_embeddings.weight"
@@ -45,6 +46,14 @@ class PairModelError(DejaError):
 def shipped_model_dir() -> Path:
     """Folder of the pair model shipped inside the `index` package."""
     return Path(str(resources.files("index").joinpath("data", "pair")))
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def embeddings_sha256(tensor: Any) -> str:
@@ -141,6 +150,7 @@ class PairModelMetadata:
     calibration: Calibration
     combination: Combination | None
     weights_sha256: str = ""
+    onnx_sha256: str = ""
 
     @classmethod
     def read(cls, model_dir: Path) -> PairModelMetadata:
@@ -159,18 +169,48 @@ class PairModelMetadata:
             calibration=Calibration(tuple(map(float, cal["xs"])), tuple(map(float, cal["ys"]))),
             combination=Combination.from_json(combo) if combo else None,
             weights_sha256=str(raw.get("weights_sha256", "")),
+            onnx_sha256=str(raw.get("onnx", {}).get("sha256", "")),
         )
 
 
 class PairModel:
-    """Calibrated P(same answer) for (query, cached) pairs. Load once; safe to call from several threads."""
+    """Calibrated P(same answer) for (query, cached) pairs. Load once; safe to call from several threads.
 
-    def __init__(self, model_dir: Path | None = None, base_path: Path | None = None) -> None:
+    Runs the int8 ONNX export (`ONNX_FILE`, on ONNX Runtime, no torch) when the folder holds one, as the shipped
+    one does; else the float weights on torch (`backend="torch"` forces them: the export reads them so)."""
+
+    def __init__(self, model_dir: Path | None = None, base_path: Path | None = None,
+                 backend: str | None = None, threads: int | None = None) -> None:
         folder = model_dir or shipped_model_dir()
         self.metadata = PairModelMetadata.read(folder)
-        self._load(folder, base_path or bundled_model_path())
-        # Fast tokenizers are not safe to share across threads; the lock also keeps torch calls ordered.
+        base = base_path or bundled_model_path()
+        self.backend = backend or ("onnx" if (folder / ONNX_FILE).exists() else "torch")
+        if self.backend == "onnx":
+            self._load_onnx(folder, base, threads)
+        else:
+            self._load(folder, base)
+        # Fast tokenizers are not safe to share across threads; the lock also keeps model calls ordered.
         self._lock = threading.Lock()
+
+    def _load_onnx(self, folder: Path, base: Path, threads: int | None) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        path = folder / ONNX_FILE
+        if self.metadata.onnx_sha256 and _file_sha256(path) != self.metadata.onnx_sha256:
+            raise PairModelError(f"{path} is not the export its metadata describes")
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or 1  # one pair at a time: more threads only contend
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        try:
+            self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # noqa: BLE001 - ONNX Runtime raises its own exception types
+            raise PairModelError(f"cannot load the pair model's ONNX export {path}: {exc}") from exc
+        tokenizer = Tokenizer.from_file(str(base / "tokenizer.json"))
+        tokenizer.enable_truncation(self.metadata.max_length, strategy="longest_first")
+        tokenizer.enable_padding()
+        self._pair_tokenizer = tokenizer
 
     def _load(self, folder: Path, base: Path) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -205,6 +245,22 @@ class PairModel:
         if not pairs:
             return np.empty(0, dtype=np.float64)
         both = [*pairs, *((b, a) for a, b in pairs)]
+        out = self._onnx_logits(both, batch_size) if self.backend == "onnx" else self._torch_logits(both, batch_size)
+        return np.asarray((out[: len(pairs)] + out[len(pairs) :]) / 2.0)
+
+    def _onnx_logits(self, both: Sequence[tuple[str, str]], batch_size: int) -> npt.NDArray[np.float64]:
+        out = np.empty(len(both), dtype=np.float64)
+        with self._lock:
+            for start in range(0, len(both), batch_size):
+                encoded = self._pair_tokenizer.encode_batch(list(both[start : start + batch_size]))
+                feed = {name: np.array([getattr(e, attr) for e in encoded], dtype=np.int64)
+                        for name, attr in (("input_ids", "ids"), ("attention_mask", "attention_mask"),
+                                           ("token_type_ids", "type_ids"))}
+                logits = self._session.run(None, feed)[0]
+                out[start : start + len(encoded)] = np.asarray(logits, dtype=np.float64)[:, 0]
+        return out
+
+    def _torch_logits(self, both: Sequence[tuple[str, str]], batch_size: int) -> npt.NDArray[np.float64]:
         out = np.empty(len(both), dtype=np.float64)
         with self._lock, self._torch.inference_mode():
             for start in range(0, len(both), batch_size):
@@ -215,7 +271,7 @@ class PairModel:
                 )
                 logits = self._model(**encoded).logits[:, 0]
                 out[start : start + len(chunk)] = logits.to(self._torch.float64).numpy()
-        return np.asarray((out[: len(pairs)] + out[len(pairs) :]) / 2.0)
+        return out
 
     def probabilities(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float64]:
         """Calibrated P(same answer) for each (query, cached) pair."""
@@ -262,7 +318,7 @@ class PairStage:
         ys = self.metadata.calibration.ys
         # The stack reads the pair P clipped to this range (as it was fitted), so its pull is bounded.
         self.pair_range = (max(min(ys), PAIR_CLIP), min(max(ys), 1.0 - PAIR_CLIP))
-        self.version = "pair-" + (self.metadata.weights_sha256[:8] or "unversioned")
+        self.version = "pair-" + ((self.metadata.onnx_sha256 or self.metadata.weights_sha256)[:8] or "unversioned")
         self._model = model
         self._lock = threading.Lock()
 
