@@ -50,7 +50,8 @@ def export(folder: Path) -> dict[str, object]:
         quantize_dynamic(str(full), str(folder / ONNX_FILE), weight_type=QuantType.QInt8)
     return {"file": ONNX_FILE, "sha256": _file_sha256(folder / ONNX_FILE), "opset": OPSET,
             "quantization": "dynamic int8 weights (onnxruntime.quantization.quantize_dynamic, QInt8)",
-            "exported_from": "model.safetensors + the bundled word embeddings", "exported_at": time.strftime("%Y-%m-%d")}
+            "exported_from": "model.safetensors + the bundled word embeddings",
+            "exported_at": time.strftime("%Y-%m-%d")}
 
 
 def main(argv: list[str] | None = None) -> int:

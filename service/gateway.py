@@ -221,6 +221,8 @@ class Gateway:
             return
         if decision.vetoed_by is not None:
             metrics.vetoes.labels(decision.vetoed_by).inc()
+        if decision.pair_read:
+            metrics.pair_reads.inc(decision.pair_read)
         if not decision.hit:
             metrics.misses.labels(decision.reason.value).inc()
         self.rt.log_decision(DecisionRecord(

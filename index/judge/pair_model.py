@@ -205,7 +205,7 @@ class PairModel:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # noqa: BLE001 - ONNX Runtime raises its own exception types
+        except Exception as exc:  # ONNX Runtime raises its own exception types
             raise PairModelError(f"cannot load the pair model's ONNX export {path}: {exc}") from exc
         tokenizer = Tokenizer.from_file(str(base / "tokenizer.json"))
         tokenizer.enable_truncation(self.metadata.max_length, strategy="longest_first")

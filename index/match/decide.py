@@ -93,7 +93,7 @@ def decide(
         reason = Reason.EXPLORED
     return Decision(reason, candidates[index].similarity, chosen=index, probability=p, bar=judgement.bar,
                     version=judgement.version, max_false_hit_rate=policy.max_false_hit_rate,
-                    basis="same content" if judgement.same_content else None)
+                    basis="same content" if judgement.same_content else None, pair_read=judgement.pair_read)
 
 
 def _by_threshold(query: str, candidates: Sequence[Candidate], policy: MatchPolicy, deciders: Deciders,

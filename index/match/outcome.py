@@ -60,6 +60,8 @@ class Decision:
     max_false_hit_rate: float | None = None
     # Judge mode: what the hit rests on when not on the probability: "same content" (`index.guards.form`).
     basis: str | None = None
+    # Judge mode: candidates the pair model read for this decision (0 when the judge's P settled it).
+    pair_read: int = 0
 
     def __post_init__(self) -> None:
         if (self.reason is Reason.VETOED) != (self.vetoed_by is not None):

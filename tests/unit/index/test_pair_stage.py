@@ -75,7 +75,7 @@ def test_decide_passes_the_pair_reader_and_reports_the_stacked_probability() -> 
     pair = FixedPair(STACK, {"How can I reset my password?": 0.97})
     decision = decide("How do I recover my password?", [Candidate(1, "How can I reset my password?", 0.9)],
                       JUDGED, Deciders(judge=FixedJudge(0.6, bar=0.99), pair=pair))
-    assert decision.reason is Reason.HIT and decision.bar == 0.9
+    assert decision.reason is Reason.HIT and decision.bar == 0.9 and decision.pair_read == 1
     assert decision.probability == pytest.approx(STACK.probability(0.6, 0.97, 0.9))
 
 
