@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     pair_model: bool = Field(
         True, description="Judge mode: the pair model reads both prompts where the judge's P alone cannot settle "
         "the decision (index/data/pair); false = the judge alone")
+    judge_conversations: bool = Field(
+        False, description="Judge mode: multi-turn requests are judged (their contexts read by the judge and the "
+        "pair model) instead of the cosine conversation rule")
     min_similarity: float | None = Field(
         None, ge=-1.0, le=1.0,
         description="Cosine similarity threshold (threshold mode) or candidate floor (judge mode); empty = 0.90 "
@@ -214,6 +217,7 @@ class Settings(BaseSettings):
             max_false_hit_rate=self.max_false_hit_rate,
             judge_candidates=self.judge_candidates,
             max_decision_chars=self.max_decision_chars,
+            judge_conversations=self.judge_conversations,
         )
 
     @property

@@ -29,6 +29,7 @@ from scripts import pair_data  # noqa: E402
 from scripts.train_pair_model import CALIB_PAIRS, OUT, calib_report, fit_isotonic, progress  # noqa: E402
 
 OPSET = 17
+AGREEMENT_PAIRS = 400  # calib pairs scored by both backends: how far int8 moved the scores
 
 
 def export(folder: Path) -> dict[str, object]:
@@ -70,6 +71,11 @@ def main(argv: list[str] | None = None) -> int:
     meta["onnx"] = onnx
     meta_path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")  # the loader checks the hash
     raw = PairModel(folder, backend="onnx").raw_scores([(ex.a, ex.b) for ex in calib])
+    sample = [(ex.a, ex.b) for ex in calib[:AGREEMENT_PAIRS]]
+    float_raw = PairModel(folder, backend="torch").raw_scores(sample)
+    meta["onnx"]["agreement_with_float"] = {
+        "pairs": len(sample), "pearson": round(float(np.corrcoef(raw[: len(sample)], float_raw)[0, 1]), 4),
+        "max_abs_logit_diff": round(float(np.max(np.abs(raw[: len(sample)] - float_raw))), 4)}
     xs, ys = fit_isotonic(raw, np.array([ex.label for ex in calib], dtype=float))
     if "calibration_torch" not in meta:
         meta["calibration_torch"] = meta["calibration"]

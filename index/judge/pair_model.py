@@ -151,6 +151,8 @@ class PairModelMetadata:
     combination: Combination | None
     weights_sha256: str = ""
     onnx_sha256: str = ""
+    # The calibration of the float weights' scores, kept when the ONNX export's replaced it (None = the same).
+    calibration_torch: Calibration | None = None
 
     @classmethod
     def read(cls, model_dir: Path) -> PairModelMetadata:
@@ -161,6 +163,7 @@ class PairModelMetadata:
         if raw.get("kind") != KIND:
             raise PairModelError(f"pair-model kind {raw.get('kind')!r} is not {KIND!r}")
         cal = raw["calibration"]
+        cal_torch = raw.get("calibration_torch")
         combo = raw.get("combination")
         return cls(
             base_embeddings_sha256=str(raw["base_embeddings_sha256"]),
@@ -170,6 +173,8 @@ class PairModelMetadata:
             combination=Combination.from_json(combo) if combo else None,
             weights_sha256=str(raw.get("weights_sha256", "")),
             onnx_sha256=str(raw.get("onnx", {}).get("sha256", "")),
+            calibration_torch=(Calibration(tuple(map(float, cal_torch["xs"])), tuple(map(float, cal_torch["ys"])))
+                               if cal_torch else None),
         )
 
 
@@ -274,8 +279,11 @@ class PairModel:
         return out
 
     def probabilities(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float64]:
-        """Calibrated P(same answer) for each (query, cached) pair."""
-        return self.metadata.calibration.probabilities(self.raw_scores(pairs))
+        """Calibrated P(same answer) for each (query, cached) pair (each backend by its own calibration)."""
+        calibration = self.metadata.calibration
+        if self.backend == "torch" and self.metadata.calibration_torch is not None:
+            calibration = self.metadata.calibration_torch
+        return calibration.probabilities(self.raw_scores(pairs))
 
     def probability(self, query: str, cached: str) -> float:
         return float(self.probabilities([(query, cached)])[0])
@@ -337,12 +345,21 @@ class PairStage:
 
     def probabilities(
         self, pairs: Sequence[tuple[str, str]], judge_p: Sequence[float], cosines: Sequence[float],
+        contexts: Sequence[tuple[str, str] | None] | None = None,
     ) -> npt.NDArray[np.float64]:
-        """The stacked P of each (query, cached) pair, given the judge's P and the pair's cosine."""
+        """The stacked P of each (query, cached) pair, given the judge's P and the pair's cosine. Where a pair
+        has a (query context, cached context) pair too (a conversation), the lower pair-model P of the two
+        counts: both must ask the same."""
         if not pairs:
             return np.empty(0, dtype=np.float64)
         low, high = self.pair_range
-        pair_p = np.clip(self.warm().probabilities(pairs), low, high)
+        with_context = [i for i, c in enumerate(contexts or ()) if c is not None]
+        read = [*pairs, *(c for c in (contexts or ()) if c is not None)]
+        scored = self.warm().probabilities(read)
+        pair_p = np.array(scored[: len(pairs)], dtype=np.float64)
+        if with_context:
+            pair_p[with_context] = np.minimum(pair_p[with_context], scored[len(pairs) :])
+        pair_p = np.clip(pair_p, low, high)
         cos = np.clip(np.asarray(cosines, dtype=np.float64), -1.0, 1.0)
         return np.array([self.combination.probability(float(j), float(q), float(c))
                          for j, q, c in zip(judge_p, pair_p, cos, strict=True)], dtype=np.float64)

@@ -46,7 +46,8 @@ class PairReader(Protocol):
     def bounds(self, judge_p: float, cosine: float) -> tuple[float, float]: ...
 
     def probabilities(self, pairs: Sequence[tuple[str, str]], judge_p: Sequence[float],
-                      cosines: Sequence[float]) -> npt.NDArray[np.float64]: ...
+                      cosines: Sequence[float],
+                      contexts: Sequence[tuple[str, str] | None] | None = None) -> npt.NDArray[np.float64]: ...
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ def judge(
         p[scored] = setup.judge.probabilities([items[i] for i in scored])
     read = 0
     if setup.pair is not None and scored:
-        p, read = _stacked(query, chosen, scored, p, bar, setup.pair, setup.pair_candidates)
+        p, read = _stacked(query, query_context, chosen, scored, p, bar, setup.pair, setup.pair_candidates)
     best = int(np.argmax(p))
     probabilities = tuple(float(x) for x in p)
     budget = setup.max_false_hit_rate
@@ -145,22 +146,37 @@ def judge(
         return Judgement(chosen, probabilities, bar, version, budget, best, best, vetoes, pair_read=read)
     # Below the bar, a candidate with the request's own content words in the same order (a plain rewording)
     # still asks the same question; the most probable such one is served (never one `index.guards.safety` vetoes).
+    # In a conversation the contexts must be such rewordings of each other too.
     same = [i for i in np.argsort(-p, kind="stable")
-            if not vetoes[int(i)] and same_content(query, chosen[int(i)].prompt)]
-    # (Conversations never reach the judge: `MatchPolicy.for_request` gives them the cosine rule.)
+            if not vetoes[int(i)] and _same_content(query, query_context, chosen[int(i)])]
     served = int(same[0]) if same else None
     return Judgement(chosen, probabilities, bar, version, budget, served, best, vetoes,
                      same_content=served is not None, pair_read=read)
 
 
+def _context_pair(query_context: str | None, cached_context: str | None) -> tuple[str, str] | None:
+    return None if query_context is None or cached_context is None else (query_context, cached_context)
+
+
+def _same_content(query: str, query_context: str | None, candidate: Candidate) -> bool:
+    if not same_content(query, candidate.prompt):
+        return False
+    if query_context is None and candidate.context is None:
+        return True
+    if query_context is None or candidate.context is None:
+        return False
+    return query_context == candidate.context or same_content(query_context, candidate.context)
+
+
 def _stacked(
-    query: str, chosen: Sequence[Candidate], scored: Sequence[int], judge_p: npt.NDArray[np.float64], bar: float,
-    pair: PairReader, limit: int,
+    query: str, query_context: str | None, chosen: Sequence[Candidate], scored: Sequence[int],
+    judge_p: npt.NDArray[np.float64], bar: float, pair: PairReader, limit: int,
 ) -> tuple[npt.NDArray[np.float64], int]:
     """Each scored candidate's stacked P. Where the bar lies outside what the stack can give a candidate
     (`PairReader.bounds`), the bound that decides stands in (the lower one for a sure hit, the upper one for a
     sure miss) and the pair model does not run; it reads the `limit` most probable undecided candidates, unless
-    a sure hit already settles the request. An undecided candidate it does not read keeps its lower bound."""
+    a sure hit already settles the request. An undecided candidate it does not read keeps its lower bound.
+    In a conversation it reads the two contexts as well, and the less similar pair counts."""
     p = np.zeros(len(chosen), dtype=np.float64)
     undecided: list[int] = []
     for i in scored:
@@ -171,8 +187,10 @@ def _stacked(
     if not undecided or float(p.max()) >= bar:
         return p, 0
     read = sorted(undecided, key=lambda i: -float(judge_p[i]))[:limit]
+    contexts = [_context_pair(query_context, chosen[i].context) for i in read]
     stacked = pair.probabilities([(query, chosen[i].prompt) for i in read], [float(judge_p[i]) for i in read],
-                                 [chosen[i].similarity for i in read])
+                                 [chosen[i].similarity for i in read],
+                                 contexts if any(c is not None for c in contexts) else None)
     p[read] = stacked
     return p, len(read)
 

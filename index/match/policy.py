@@ -65,6 +65,9 @@ class MatchPolicy:
     max_decision_chars: int = DEFAULT_MAX_DECISION_CHARS
     # Judge mode: steps the namespace's bar sits above (or below) the calibrated cut; see `index.match.bar`.
     bar_level: int = 0
+    # Judge mode: multi-turn requests are judged too (their contexts read by the judge's features and the pair
+    # model) instead of the conversation rule.
+    judge_conversations: bool = False
 
     def __post_init__(self) -> None:
         for name in ("min_similarity", "min_context_similarity", "conversation_threshold"):
@@ -97,8 +100,9 @@ class MatchPolicy:
         return self.decision is DecisionMode.JUDGE
 
     def for_request(self, conversation: bool) -> MatchPolicy:
-        """The policy that decides one request: a multi-turn request in judge mode uses the conversation rule."""
-        if self.judged and conversation:
+        """The policy that decides one request: a multi-turn request in judge mode uses the conversation rule
+        unless `judge_conversations`."""
+        if self.judged and conversation and not self.judge_conversations:
             return dataclasses.replace(self, decision=DecisionMode.THRESHOLD,
                                        min_similarity=self.conversation_threshold)
         return self

@@ -131,7 +131,7 @@ def test_sweep_with_the_judge_prints_a_row_per_budget() -> None:
     code, out, err = _run("sweep", "--dataset", PAIRS, "--embedder", "hash", "--decision", "judge",
                           "--budgets", "0.02,0.1")
     assert code == 0, err
-    assert "budget" in out and "ROC-AUC of P(same)" in out
+    assert "budget" in out and "ROC-AUC of the judge's P(same)" in out
     assert [line.split()[0] for line in out.splitlines() if line.strip().startswith("0.")][:2] == ["0.02", "0.10"]
 
 

@@ -83,3 +83,37 @@ def test_without_a_pair_reader_the_judges_own_bar_decides() -> None:
     decision = decide("How do I recover my password?", [Candidate(1, "How can I reset my password?", 0.9)],
                       JUDGED, Deciders(judge=FixedJudge(0.6, bar=0.99)))
     assert decision.reason is Reason.BELOW_BAR and decision.bar == 0.99
+
+
+def _conversation(context_p: float) -> tuple[FixedPair, Candidate]:
+    pair = FixedPair(STACK, {"b": 0.97, "cached context": context_p})
+    return pair, Candidate(1, "b", 0.95, context="cached context", context_similarity=0.95)
+
+
+@pytest.mark.parametrize(("context_p", "served"), [(0.97, True), (0.05, False)])
+def test_in_a_conversation_the_pair_model_reads_the_contexts_and_the_lower_p_counts(
+        context_p: float, served: bool) -> None:
+    pair, candidate = _conversation(context_p)
+    got = judge("a", [candidate], _setup(0.6, pair), query_context="query context")
+    assert pair.read == [("a", "b")] and pair.contexts_read == [("query context", "cached context")]
+    assert got.hit is served
+
+
+def test_conversations_take_the_conversation_rule_unless_judged() -> None:
+    pair, candidate = _conversation(0.05)
+    deciders = Deciders(judge=FixedJudge(0.6, bar=0.99), pair=pair)
+    ruled = decide("a", [candidate], JUDGED, deciders, query_context="query context")
+    assert ruled.probability is None and pair.read == []  # the cosine rule: no judge, no pair model
+    judged = decide("a", [candidate], MatchPolicy(0.5, decision=DecisionMode.JUDGE, judge_conversations=True),
+                    deciders, query_context="query context")
+    assert judged.reason is Reason.BELOW_BAR and pair.contexts_read == [("query context", "cached context")]
+
+
+def test_a_plain_rewording_in_another_conversation_is_not_served_as_same_content() -> None:
+    setup = JudgeSetup(FixedJudge(0.01, bar=0.99), max_false_hit_rate=0.02)
+    prompt = "How do I reset my password?"
+    other = Candidate(1, "How can I reset my password?", 0.99, context="We talk about Gmail", context_similarity=0.5)
+    same = Candidate(1, "How can I reset my password?", 0.99, context="we talk about gmail", context_similarity=0.99)
+    assert not judge(prompt, [other], setup, query_context="We talk about Slack").hit
+    assert judge(prompt, [same], setup, query_context="We talk about Gmail").same_content
+    assert not judge(prompt, [same], setup).hit  # a single-turn request against a conversation's entry
