@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -44,9 +45,10 @@ class TimedPair:
     def bounds(self, judge_p: float, cosine: float) -> tuple[float, float]:
         return self.inner.bounds(judge_p, cosine)
 
-    def probabilities(self, pairs: list[tuple[str, str]], judge_p: list[float], cosines: list[float]) -> np.ndarray:
+    def probabilities(self, pairs: Sequence[tuple[str, str]], judge_p: Sequence[float], cosines: Sequence[float],
+                      contexts: Sequence[tuple[str, str] | None] | None = None) -> np.ndarray:
         started = time.perf_counter()
-        out = self.inner.probabilities(pairs, judge_p, cosines)
+        out = self.inner.probabilities(pairs, judge_p, cosines, contexts)
         self.reads.append((time.perf_counter() - started) * 1000)
         return np.asarray(out)
 

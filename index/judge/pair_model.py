@@ -246,24 +246,24 @@ class PairModel:
         self._tokenizer = AutoTokenizer.from_pretrained(str(base))
 
     def raw_scores(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32) -> npt.NDArray[np.float64]:
-        """Mean logit of (a, b) and (b, a) for each pair."""
+        """Mean logit of (a, b) and (b, a) for each pair. On ONNX each pair runs alone (its two orders in one
+        batch): int8 dynamic quantization scales activations per batch, so batch mates would move a score."""
         if not pairs:
             return np.empty(0, dtype=np.float64)
+        if self.backend == "onnx":
+            return np.array([self._onnx_pair(a, b) for a, b in pairs], dtype=np.float64)
         both = [*pairs, *((b, a) for a, b in pairs)]
-        out = self._onnx_logits(both, batch_size) if self.backend == "onnx" else self._torch_logits(both, batch_size)
+        out = self._torch_logits(both, batch_size)
         return np.asarray((out[: len(pairs)] + out[len(pairs) :]) / 2.0)
 
-    def _onnx_logits(self, both: Sequence[tuple[str, str]], batch_size: int) -> npt.NDArray[np.float64]:
-        out = np.empty(len(both), dtype=np.float64)
+    def _onnx_pair(self, a: str, b: str) -> float:
         with self._lock:
-            for start in range(0, len(both), batch_size):
-                encoded = self._pair_tokenizer.encode_batch(list(both[start : start + batch_size]))
-                feed = {name: np.array([getattr(e, attr) for e in encoded], dtype=np.int64)
-                        for name, attr in (("input_ids", "ids"), ("attention_mask", "attention_mask"),
-                                           ("token_type_ids", "type_ids"))}
-                logits = self._session.run(None, feed)[0]
-                out[start : start + len(encoded)] = np.asarray(logits, dtype=np.float64)[:, 0]
-        return out
+            encoded = self._pair_tokenizer.encode_batch([(a, b), (b, a)])
+            feed = {name: np.array([getattr(e, attr) for e in encoded], dtype=np.int64)
+                    for name, attr in (("input_ids", "ids"), ("attention_mask", "attention_mask"),
+                                       ("token_type_ids", "type_ids"))}
+            logits = self._session.run(None, feed)[0]
+        return float(np.mean(np.asarray(logits, dtype=np.float64)[:, 0]))
 
     def _torch_logits(self, both: Sequence[tuple[str, str]], batch_size: int) -> npt.NDArray[np.float64]:
         out = np.empty(len(both), dtype=np.float64)
