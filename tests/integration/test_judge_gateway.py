@@ -91,3 +91,25 @@ def test_a_judge_miss_says_why(gateway: tuple[GatewayProcess, Path]) -> None:
     chat(gw.url, "sk-why", "Is the API rate limited?")
     near = chat(gw.url, "sk-why", "Is the API not rate limited?")
     assert near.headers["x-deja-veto"] == "judge_below_bar"
+
+
+def test_a_synonym_rewording_the_judge_alone_misses_is_served_by_the_pair_model(
+        gateway: tuple[GatewayProcess, Path]) -> None:
+    from index.embedding.embedder import make_embedder
+    from index.match.decide import Deciders, decide
+    from index.match.outcome import Candidate, Reason
+    from index.settings import Settings
+
+    cached, asked = "What are the symptoms of dehydration?", "What are the signs of dehydration?"
+    settings = Settings()
+    a, b = make_embedder(settings.embedder).embed([asked, cached])
+    alone = decide(asked, [Candidate(1, cached, float(a @ b))], settings.policy(), Deciders(judge=load_judge()))
+    assert alone.reason is Reason.BELOW_BAR  # the control: the judge's P alone does not serve it
+    gw, data_dir = gateway
+    chat(gw.url, "sk-synonym", cached)
+    again = chat(gw.url, "sk-synonym", asked)
+    assert again.headers["x-deja-cache"] == "hit-semantic"
+    record = logged(data_dir / "deja.db", again.headers["x-deja-request-id"])
+    assert record is not None
+    (stage,) = record["stages"]
+    assert "+pair-" in stage["reason"] and stage["score"] >= 0.98
