@@ -76,6 +76,10 @@ class Calibration:
         if not all(0.0 <= y <= 1.0 for y in self.ys):
             raise ValueError("calibration ys must be probabilities")
 
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Calibration:
+        return cls(tuple(map(float, raw["xs"])), tuple(map(float, raw["ys"])))
+
     def probabilities(self, raw: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         return np.interp(raw, self.xs, self.ys)
 
@@ -162,19 +166,17 @@ class PairModelMetadata:
             raise PairModelError(f"no pair-model metadata in {model_dir}") from exc
         if raw.get("kind") != KIND:
             raise PairModelError(f"pair-model kind {raw.get('kind')!r} is not {KIND!r}")
-        cal = raw["calibration"]
         cal_torch = raw.get("calibration_torch")
         combo = raw.get("combination")
         return cls(
             base_embeddings_sha256=str(raw["base_embeddings_sha256"]),
             layers=int(raw["layers"]),
             max_length=int(raw["max_length"]),
-            calibration=Calibration(tuple(map(float, cal["xs"])), tuple(map(float, cal["ys"]))),
+            calibration=Calibration.from_json(raw["calibration"]),
             combination=Combination.from_json(combo) if combo else None,
             weights_sha256=str(raw.get("weights_sha256", "")),
             onnx_sha256=str(raw.get("onnx", {}).get("sha256", "")),
-            calibration_torch=(Calibration(tuple(map(float, cal_torch["xs"])), tuple(map(float, cal_torch["ys"])))
-                               if cal_torch else None),
+            calibration_torch=Calibration.from_json(cal_torch) if cal_torch else None,
         )
 
 

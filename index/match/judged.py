@@ -161,11 +161,10 @@ def _context_pair(query_context: str | None, cached_context: str | None) -> tupl
 def _same_content(query: str, query_context: str | None, candidate: Candidate) -> bool:
     if not same_content(query, candidate.prompt):
         return False
-    if query_context is None and candidate.context is None:
-        return True
-    if query_context is None or candidate.context is None:
-        return False
-    return query_context == candidate.context or same_content(query_context, candidate.context)
+    context = _context_pair(query_context, candidate.context)
+    if context is None:  # same content only between two single-turn prompts, or two conversations
+        return query_context is None and candidate.context is None
+    return context[0] == context[1] or same_content(*context)
 
 
 def _stacked(
@@ -189,8 +188,7 @@ def _stacked(
     read = sorted(undecided, key=lambda i: -float(judge_p[i]))[:limit]
     contexts = [_context_pair(query_context, chosen[i].context) for i in read]
     stacked = pair.probabilities([(query, chosen[i].prompt) for i in read], [float(judge_p[i]) for i in read],
-                                 [chosen[i].similarity for i in read],
-                                 contexts if any(c is not None for c in contexts) else None)
+                                 [chosen[i].similarity for i in read], contexts)
     p[read] = stacked
     return p, len(read)
 
