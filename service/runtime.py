@@ -196,6 +196,9 @@ class Runtime:
         self.credentials = credential_policy(settings)
         self._pending: list[DecisionRecord] = []
         self._pending_lock = threading.Lock()
+        # Upkeep ticks and callers may sync the judge at once: one at a time, or a slow load of the version read
+        # first could land after a newer sync and put a rolled-back judge back in force.
+        self._judge_sync_lock = threading.Lock()
         self._started = False
         self._task: asyncio.Task[None] | None = None
         self.audit_slots = asyncio.Semaphore(settings.audit_concurrency)
@@ -318,18 +321,19 @@ class Runtime:
         """Put in force the judge `eval fit --traffic --apply` (or `--rollback`) chose, if it changed."""
         if self.prior_judge is None:
             return
-        version = self.judges.in_force()
-        if version == self.judge_in_force:
-            return
-        try:
-            judge = self.prior_judge if version is None else self.judges.load(version)
-        except JudgeModelError as exc:
-            log.error("judge %s not put in force, keeping the one in force: %s", version, exc)
-            return
-        pair = self.prior_pair if version is None else None
-        self.cache.deciders = dataclasses.replace(self.cache.deciders, judge=judge, pair=pair)
-        self.judge_in_force = version
-        log.info("judge in force: %s", judge.version)
+        with self._judge_sync_lock:
+            version = self.judges.in_force()
+            if version == self.judge_in_force:
+                return
+            try:
+                judge = self.prior_judge if version is None else self.judges.load(version)
+            except JudgeModelError as exc:
+                log.error("judge %s not put in force, keeping the one in force: %s", version, exc)
+                return
+            pair = self.prior_pair if version is None else None
+            self.cache.deciders = dataclasses.replace(self.cache.deciders, judge=judge, pair=pair)
+            self.judge_in_force = version
+            log.info("judge in force: %s", judge.version)
 
     def describe(self) -> str:
         """The start-up block `deja serve` logs: what was loaded, where the data lives, what decides."""
