@@ -68,6 +68,7 @@ DEFAULT_REPLAY_THRESHOLD = "0.85"
 class ReplayDecision(StrEnum):
     """How `eval replay` decides a semantic hit. `vcache` is an eval-only baseline; the gateway never runs it."""
 
+    GUARDED = "guarded"
     JUDGE = "judge"
     THRESHOLD = "threshold"
     VCACHE = "vcache"
@@ -209,12 +210,15 @@ def sweep(
     # own points are its budgets, shown beside a dataset's threshold sweep in judge mode.
     ranged = threshold != DEFAULT_SWEEP_THRESHOLDS and len(thresholds) > 1
     policy = judge_policy
-    if judge_policy.judged and (ranged or traffic):
+    if judge_policy.guarded or (judge_policy.judged and (ranged or traffic)):
+        # Guarded mode serves by the same cosine threshold and rule stages; its learned veto and same-content
+        # override are measured by `eval panel` and `eval replay`, which run the whole decision.
         policy = dataclasses.replace(judge_policy, decision=DecisionMode.THRESHOLD)
     output = _Output(as_json, out or Path("reports") / (f"sweep-{dataset.stem}" if dataset else "traffic"))
     if policy.judged:
         assert dataset is not None
-        floor = policy if threshold == DEFAULT_SWEEP_THRESHOLDS else policy.at(thresholds[0])
+        floor = (policy if threshold == DEFAULT_SWEEP_THRESHOLDS
+                 else dataclasses.replace(policy, candidate_floor=thresholds[0]))
         _sweep_judge(dataset, fmt, embedder, floor, _budgets(budgets, floor), output, confidence,
                      _load_judge(settings), chosen, _load_pair(settings))
         return
@@ -336,7 +340,7 @@ def _sweep_judge(dataset: Path, fmt: DatasetFormat, embedder: EmbedderName, poli
     scorer = model if pair is None else pair
     auc = roc_auc([item.pair.same_answer for item in scored], judge_scores(scored, model))
     reader = "" if pair is None else f" + pair model {pair.version} (bars are the stack's)"
-    note = (f"judge {model.version}{reader} · candidate floor {policy.min_similarity:g} · ROC-AUC of the "
+    note = (f"judge {model.version}{reader} · candidate floor {policy.candidate_floor:g} · ROC-AUC of the "
             f"judge's P(same) {'-' if auc is None else f'{auc:.3f}'} · rows are false-hit budgets (bar = "
             + ", ".join(f"{b:g}: {scorer.cut(b):.3f}" for b in budgets) + ") · conversation pairs: cosine ≥ "
             f"{policy.conversation_threshold:g} + stages {','.join(s.name for s in stages) or 'none'}")
@@ -476,8 +480,11 @@ def replay(
         return
     mode = None if decision is None else DecisionMode(decision.value)
     policy, chosen = _policy(settings, stages, mode)
-    if policy.judged:
-        floors = (policy.min_similarity,) if threshold is None else _thresholds(threshold)
+    if policy.guarded:
+        points = (policy.min_similarity,) if threshold is None else _thresholds(threshold)
+        config = ReplayConfig(points, chosen, policy=policy, judge=_load_judge(settings), pair=_load_pair(settings))
+    elif policy.judged:
+        floors = (policy.candidate_floor,) if threshold is None else _thresholds(threshold)
         config = ReplayConfig(floors, (), policy=policy, budgets=_budgets(budget, policy),
                               judge=_load_judge(settings), pair=_load_pair(settings))
     else:

@@ -34,7 +34,7 @@ def run_judge_sweep(
     deciders = Deciders(memo, tuple(MemoStage(s) for s in context_stages(memo)), model, pair=pair)
     points = tuple(_point(scored, policy.with_budget(b), confidence, deciders) for b in sorted(set(budgets)))
     return Sweep(stages=(JUDGE_STAGE,), same_pairs=same, must_not_pairs=len(scored) - same,
-                 stage_checks=sum(1 for item in scored if _comparable(item, policy.min_similarity)), points=points)
+                 stage_checks=sum(1 for item in scored if _comparable(item, policy.candidate_floor)), points=points)
 
 
 def _point(scored: Sequence[ScoredPair], policy: MatchPolicy, confidence: float, deciders: Deciders) -> SweepPoint:
@@ -45,7 +45,7 @@ def _point(scored: Sequence[ScoredPair], policy: MatchPolicy, confidence: float,
         conversation = item.context_b is not None
         if item.similarity is None or item.veto is not None:
             continue
-        if not conversation and item.similarity < policy.min_similarity:
+        if not conversation and item.similarity < policy.candidate_floor:
             continue
         candidate = Candidate(index, pair.a.prompt, item.similarity, item.context_a, item.context_similarity)
         decision = decide(pair.b.prompt, [candidate], policy, deciders, item.context_b)

@@ -130,7 +130,8 @@ class ReplayConfig:
         if not self.policy.judged:
             return tuple(self.policy.at(t) for t in self.thresholds)
         budgets = self.budgets or (self.policy.max_false_hit_rate,)
-        return tuple(self.policy.at(t).with_budget(b) for t in self.thresholds for b in budgets)
+        return tuple(dataclasses.replace(self.policy, candidate_floor=t).with_budget(b)
+                     for t in self.thresholds for b in budgets)
 
 
 @dataclass
@@ -175,7 +176,8 @@ def replay_once(
             counts = _replay(cache, requests, config.upstream)
         finally:
             engine.dispose()
-    row = _row(policy.min_similarity, len(requests), counts, [stage.name for stage in config.stages])
+    point = policy.candidate_floor if policy.judged else policy.min_similarity
+    row = _row(point, len(requests), counts, [stage.name for stage in config.stages])
     return dataclasses.replace(row, budget=policy.max_false_hit_rate) if policy.judged else row
 
 

@@ -66,7 +66,7 @@ class Cache:
         self.deciders = deciders or Deciders()
         self.context_memo = ContextMemo(config.context_memo_size)
         self.clock = clock
-        if config.policy.judged and self.deciders.judge is None:
+        if config.policy.reads_judge and self.deciders.judge is None:
             raise ValueError("a judge-mode policy needs a judge (index.judge.model.load_judge)")
         # Per-entry label tallies read by the judge; replaced wholesale by the runtime's upkeep tick.
         self.histories: dict[int, EntryHistory] = {}
@@ -171,7 +171,7 @@ class Cache:
         t0 = time.perf_counter()
         vectors = self.embed_request(key)
         t1 = time.perf_counter()
-        k = max(self.config.candidates, policy.judge_candidates) if policy.judged else self.config.candidates
+        k = max(self.config.candidates, policy.judge_candidates) if policy.reads_judge else self.config.candidates
         neighbors = self.index.search(vectors.index, key.scope, k=k)
         t2 = time.perf_counter()
         timings.update(embed=(t1 - t0) * 1000, search=(t2 - t1) * 1000)
@@ -190,13 +190,15 @@ class Cache:
 
     def _candidates(self, neighbors: Sequence[Neighbor], policy: MatchPolicy, vectors: QueryVectors,
                     degraded: list[str]) -> list[tuple[Candidate, StoredEntry]]:
-        """The candidates the decision reads, most similar first. Judge mode: the top K at or above the floor.
-        Cosine rule: those above the threshold, else the top one if above the log floor (decided for the log)."""
-        limit = policy.judge_candidates if policy.judged else len(neighbors)
-        floor = policy.min_similarity if policy.judged else min(policy.min_similarity, self.config.log_floor)
+        """The candidates the decision reads, most similar first. Judge mode: the top K at or above the candidate
+        floor. Guarded mode: the top K at or above the log floor (a plain rewording below the threshold is still
+        served). Cosine rule: those above the threshold, else the top one if above the log floor (for the log)."""
+        limit = policy.judge_candidates if policy.reads_judge else len(neighbors)
+        floor = (policy.candidate_floor if policy.judged
+                 else min(policy.min_similarity, self.config.log_floor))
         out: list[tuple[Candidate, StoredEntry]] = []
         for neighbor in neighbors:
-            below = neighbor.similarity < policy.min_similarity
+            below = neighbor.similarity < policy.min_similarity and not policy.guarded
             if len(out) >= limit or neighbor.similarity < floor or (below and out):
                 break
             try:

@@ -19,9 +19,11 @@ from index.match.policy import (
     DEFAULT_AUDIT_RATE,
     DEFAULT_CANDIDATES,
     DEFAULT_JUDGE_CANDIDATES,
+    DEFAULT_JUDGE_MIN_SIMILARITY,
     DEFAULT_LOG_FLOOR,
     DEFAULT_MAX_FALSE_HIT_RATE,
     DEFAULT_MIN_CONTEXT_SIMILARITY,
+    DEFAULT_VETO_BELOW,
     DecisionMode,
     MatchPolicy,
     default_min_similarity,
@@ -45,8 +47,10 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(None, description="Redis URL for the shared exact tier; default in-process LRU")
     data_dir: Path = Field(Path(".deja"), description="Folder for the SQLite file and the generated secret")
     decision: DecisionMode = Field(
-        DecisionMode.JUDGE, description="'judge' (calibrated P(same answer) against DEJA_MAX_FALSE_HIT_RATE) or "
-        "'threshold' (DEJA_MIN_SIMILARITY, then the guard stages as vetoes)")
+        DecisionMode.GUARDED, description="'guarded' (the default: cosine >= DEJA_MIN_SIMILARITY, then the guard "
+        "stages and the learned scores as vetoes; a plain rewording is served on its content), 'judge' (calibrated "
+        "P(same answer) against DEJA_MAX_FALSE_HIT_RATE) or 'threshold' (DEJA_MIN_SIMILARITY, then the guard "
+        "stages as vetoes)")
     max_false_hit_rate: float = Field(
         DEFAULT_MAX_FALSE_HIT_RATE, gt=0.0, lt=1.0,
         description="Judge mode: false hits / served that the judge's bar allows (95% upper bound)")
@@ -61,8 +65,15 @@ class Settings(BaseSettings):
         "pair model) instead of the cosine conversation rule")
     min_similarity: float | None = Field(
         None, ge=-1.0, le=1.0,
-        description="Cosine similarity threshold (threshold mode) or candidate floor (judge mode); empty = 0.90 "
-        "for threshold, 0.5 for judge")
+        description="Cosine similarity threshold of the guarded and threshold rules (moved per namespace by the "
+        "live budget); empty = 0.92 for guarded, 0.90 for threshold")
+    veto_below: float = Field(
+        DEFAULT_VETO_BELOW, ge=0.0, le=1.0,
+        description="Guarded mode: a learned P(same answer) (judge, stacked with the pair model) below this vetoes "
+        "a candidate above the cosine threshold")
+    judge_floor: float = Field(
+        DEFAULT_JUDGE_MIN_SIMILARITY, ge=-1.0, le=1.0,
+        description="Judge mode: candidate floor of the index search (candidates below it are never scored)")
     min_context_similarity: float = Field(
         DEFAULT_MIN_CONTEXT_SIMILARITY, ge=-1.0, le=1.0,
         description="Cosine similarity floor between the relevant earlier contexts of two conversations")
@@ -218,6 +229,8 @@ class Settings(BaseSettings):
             judge_candidates=self.judge_candidates,
             max_decision_chars=self.max_decision_chars,
             judge_conversations=self.judge_conversations,
+            veto_below=self.veto_below,
+            candidate_floor=self.judge_floor,
         )
 
     @property

@@ -160,7 +160,7 @@ class Runtime:
                              Shard(settings.shard, settings.shards), settings.context_memo_size)
         self.stages = build_stages(self.policy.stages)
         # A judge that cannot load stops start-up with its reason (JudgeModelError), like a bad setting would.
-        judge = (parts.judge or load_judge(settings.judge_model)) if self.policy.judged else None
+        judge = (parts.judge or load_judge(settings.judge_model)) if self.policy.reads_judge else None
         # The judge of the settings (or shipped); a judge fitted from traffic and applied replaces it live.
         self.prior_judge = judge
         self.judges = JudgeStore(self.engine)
@@ -306,7 +306,7 @@ class Runtime:
             self.forgetting.sweep()
             self._label_metrics()
             self.budget.refresh()
-            if self.policy.judged:
+            if self.policy.reads_judge:
                 self.cache.histories = self.decisions.entry_histories()
         self.sync_judge()
         self.thresholds.by_namespace = self.decisions.thresholds()
@@ -338,12 +338,19 @@ class Runtime:
     def describe(self) -> str:
         """The start-up block `deja serve` logs: what was loaded, where the data lives, what decides."""
         s, judge, pair = self.settings, self.cache.deciders.judge, self.cache.deciders.pair
-        if self.policy.judged and judge is not None:
+        if self.policy.guarded:
+            reader = "" if pair is None or judge is None else f" + pair model {pair.version}"
+            learned = "" if judge is None else f", vetoed when judge {judge.version}{reader} P < " \
+                f"{self.policy.veto_below:g}"
+            decision = (f"cosine >= {self.policy.min_similarity:g} (a plain rewording at any cosine), guards "
+                        f"{', '.join(self.policy.stages) or 'none'}{learned}; conversations: cosine >= "
+                        f"{self.policy.conversation_threshold:g}")
+        elif self.policy.judged and judge is not None:
             scorer = judge if pair is None else pair
             reader = "" if pair is None else f" + pair model {pair.version}"
             decision = (f"judge {judge.version}{reader} at a false-hit budget of {self.policy.max_false_hit_rate:g} "
                         f"(bar {scorer.cut(self.policy.max_false_hit_rate):.3f}), candidates >= "
-                        f"{self.policy.min_similarity:g}; conversations: cosine >= "
+                        f"{self.policy.candidate_floor:g}; conversations: cosine >= "
                         f"{self.policy.conversation_threshold:g}")
         else:
             decision = f"cosine threshold {self.policy.min_similarity:g} then guards {', '.join(self.policy.stages)}"

@@ -1,7 +1,9 @@
 """The one decision: which cached candidate (if any) may answer a request. The gateway (through `Cache`),
 `eval sweep`, `eval replay` and `eval replay --learn` all call `decide`, so a setting means the same in each.
 
-Single-turn requests in judge mode go to the judge (calibrated P(same answer) against the false-hit budget's
+Single-turn requests in guarded mode (the default) go to `index.match.guarded`: the cosine serves, the rule
+stages and the learned scores veto, a plain rewording is served on its content. Single-turn requests in judge
+mode go to the judge (calibrated P(same answer) against the false-hit budget's
 bar, with exploration of uncertain would-be hits; a plain rewording is served on its content, and a candidate
 whose words are the request's opposites is vetoed); threshold mode and conversations go to the cosine rule. In
 every mode a candidate that differs from the request past the embedder's window is never served.
@@ -19,6 +21,7 @@ from index.guards.registry import context_stages
 from index.guards.stages import Stage, StageResult
 from index.judge.features import EntryHistory
 from index.match.explore import Exploration
+from index.match.guarded import GuardedSetup, guarded
 from index.match.judged import JudgeSetup, PairJudge, PairReader, judge
 from index.match.outcome import Candidate, Decision, Reason
 from index.match.policy import MatchPolicy
@@ -69,6 +72,8 @@ def decide(
     if len(readable) < len(candidates):
         decision = decide(query, readable, policy, deciders, query_context, histories)
         return _reindexed(decision, candidates, readable)
+    if policy.guarded:
+        return _guarded(query, candidates, policy, deciders, histories)
     if not policy.judged:
         return _by_threshold(query, candidates, policy, deciders, query_context)
     if deciders.judge is None:
@@ -94,6 +99,21 @@ def decide(
     return Decision(reason, candidates[index].similarity, chosen=index, probability=p, bar=judgement.bar,
                     version=judgement.version, max_false_hit_rate=policy.max_false_hit_rate,
                     basis="same content" if judgement.same_content else None, pair_read=judgement.pair_read)
+
+
+def _guarded(query: str, candidates: Sequence[Candidate], policy: MatchPolicy, deciders: Deciders,
+             histories: Mapping[int, EntryHistory] | None) -> Decision:
+    """The guarded rule, then exploration: a hit the learned score doubts (P within the lower `band` of the
+    range above the veto's bar) goes upstream at `DEJA_EXPLORE_RATE`, to be labelled."""
+    setup = GuardedSetup(policy.min_similarity, policy.veto_below, deciders.stages, deciders.judge, deciders.pair,
+                         policy.max_decision_chars, policy.max_false_hit_rate, dict(histories or {}))
+    decision = guarded(query, candidates, setup)
+    p = decision.probability
+    if decision.hit and p is not None and deciders.exploration.rate > 0.0:
+        doubted = p < policy.veto_below + (1.0 - policy.veto_below) * deciders.exploration.band
+        if doubted and deciders.draw() < deciders.exploration.rate:
+            return dataclasses.replace(decision, reason=Reason.EXPLORED)
+    return decision
 
 
 def _by_threshold(query: str, candidates: Sequence[Candidate], policy: MatchPolicy, deciders: Deciders,

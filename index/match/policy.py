@@ -15,6 +15,12 @@ from index.request.keys import DEFAULT_MAX_DECISION_CHARS, ContextMatch
 # Chosen from `eval sweep` on datasets/pairs-dev.jsonl and `eval replay` on datasets/stream.jsonl; see README
 # "How the default threshold was chosen".
 DEFAULT_MIN_SIMILARITY = 0.90
+# The guarded rule's cosine threshold (the default decision): the lowest at which wrong / served stays within the
+# 2% budget on every dev source (Redis LangCache, our pairs-dev and stream), chosen with `python -m eval panel`.
+DEFAULT_GUARDED_MIN_SIMILARITY = 0.92
+# Guarded rule: a learned P(same answer) below this vetoes a candidate the cosine supports (chosen on the same
+# dev sources: it removes the contrasts the rules miss and costs few rewordings).
+DEFAULT_VETO_BELOW = 0.6
 DEFAULT_MIN_CONTEXT_SIMILARITY = 0.70
 DEFAULT_MAX_FALSE_HIT_RATE = 0.02
 DEFAULT_JUDGE_CANDIDATES = 5
@@ -31,9 +37,11 @@ DEFAULT_AUDIT_RATE = 0.01
 
 
 class DecisionMode(StrEnum):
-    """How a candidate becomes a hit: `judge` (calibrated P(same answer) against a false-hit budget, see
-    `index.match.judged`) or `threshold` (cosine threshold, then the verification stages as vetoes)."""
+    """How a candidate becomes a hit: `guarded` (the default: cosine threshold, rule vetoes, then the learned
+    scores as a veto only, see `index.match.guarded`), `judge` (calibrated P(same answer) against a false-hit
+    budget, see `index.match.judged`) or `threshold` (cosine threshold, then the rule stages as vetoes)."""
 
+    GUARDED = "guarded"
     JUDGE = "judge"
     THRESHOLD = "threshold"
 
@@ -68,6 +76,10 @@ class MatchPolicy:
     # Judge mode: multi-turn requests are judged too (their contexts read by the judge's features and the pair
     # model) instead of the conversation rule.
     judge_conversations: bool = False
+    # Guarded mode: a learned P(same answer) below this vetoes a candidate above the cosine threshold.
+    veto_below: float = DEFAULT_VETO_BELOW
+    # Judge mode: the candidate floor of the index search (candidates below it are never scored).
+    candidate_floor: float = DEFAULT_JUDGE_MIN_SIMILARITY
 
     def __post_init__(self) -> None:
         for name in ("min_similarity", "min_context_similarity", "conversation_threshold"):
@@ -80,6 +92,10 @@ class MatchPolicy:
         check_budget(self.max_false_hit_rate)
         if self.judge_candidates < 1:
             raise ValueError(f"judge_candidates must be >= 1, got {self.judge_candidates}")
+        if not 0.0 <= self.veto_below <= 1.0:
+            raise ValueError(f"veto_below must be a probability in [0, 1], got {self.veto_below}")
+        if not -1.0 <= self.candidate_floor <= 1.0:
+            raise ValueError(f"candidate_floor must be a cosine similarity in [-1, 1], got {self.candidate_floor}")
         if self.max_decision_chars < 1:
             raise ValueError(f"max_decision_chars must be >= 1, got {self.max_decision_chars}")
 
@@ -97,11 +113,25 @@ class MatchPolicy:
 
     @property
     def judged(self) -> bool:
+        """The judge's P decides against its bar (judge mode)."""
         return self.decision is DecisionMode.JUDGE
+
+    @property
+    def guarded(self) -> bool:
+        """The cosine decides and the learned scores may only veto (guarded mode, the default)."""
+        return self.decision is DecisionMode.GUARDED
+
+    @property
+    def reads_judge(self) -> bool:
+        """The decision reads the judge (judge and guarded modes): a judge must be loaded."""
+        return self.decision is not DecisionMode.THRESHOLD
 
     def for_request(self, conversation: bool) -> MatchPolicy:
         """The policy that decides one request: a multi-turn request in judge mode uses the conversation rule
-        unless `judge_conversations`."""
+        unless `judge_conversations` (judge mode); in guarded mode always."""
+        if self.guarded and conversation:
+            return dataclasses.replace(self, decision=DecisionMode.THRESHOLD,
+                                       min_similarity=self.conversation_threshold)
         if self.judged and conversation and not self.judge_conversations:
             return dataclasses.replace(self, decision=DecisionMode.THRESHOLD,
                                        min_similarity=self.conversation_threshold)
@@ -113,5 +143,6 @@ DEFAULT_POLICY = MatchPolicy(DEFAULT_MIN_SIMILARITY)
 
 
 def default_min_similarity(decision: DecisionMode) -> float:
-    """The candidate floor (judge) or threshold (threshold mode) when `DEJA_MIN_SIMILARITY` is not set."""
-    return DEFAULT_JUDGE_MIN_SIMILARITY if decision is DecisionMode.JUDGE else DEFAULT_MIN_SIMILARITY
+    """The cosine threshold when `DEJA_MIN_SIMILARITY` is not set: the guarded rule's, else the threshold rule's
+    (judge mode serves on the judge's bar; its candidate floor is `candidate_floor`)."""
+    return DEFAULT_GUARDED_MIN_SIMILARITY if decision is DecisionMode.GUARDED else DEFAULT_MIN_SIMILARITY
