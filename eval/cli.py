@@ -22,6 +22,7 @@ from rich.table import Table
 
 from eval.datasets import DatasetError, DatasetFormat, StreamRequest, load_clusters, load_pairs, load_stream
 from eval.embedding import EmbedderName, make_embedder
+from eval.panel_cli import panel
 from eval.thresholds import parse_thresholds
 from index.embedding.embedder import Embedder
 from index.errors import StoreUnavailable
@@ -572,6 +573,9 @@ def _trace(stream: Path | None, clusters: Path | None, part: str | None) -> tupl
     if not chosen:
         _fail(f"{source.name} has no requests in part {part!r} (its lines need a \"part\" field)")
     return f"{source.name} ({part})", chosen
+
+
+app.command()(panel)
 
 
 @app.command()

@@ -198,7 +198,7 @@ class Cache:
                  else min(policy.min_similarity, self.config.log_floor))
         out: list[tuple[Candidate, StoredEntry]] = []
         for neighbor in neighbors:
-            below = neighbor.similarity < policy.min_similarity and not policy.guarded
+            below = neighbor.similarity < policy.min_similarity and not policy.reads_judge
             if len(out) >= limit or neighbor.similarity < floor or (below and out):
                 break
             try:

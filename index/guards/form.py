@@ -47,10 +47,10 @@ def same_content(query: str, cached: str) -> bool:
     left, right = content(query), content(cached)
     if len(left) < MIN_CONTENT_WORDS:
         return False
-    return left == right or _rotated(left, right) or "".join(left) == "".join(right)
+    return left == right or rotated(left, right) or "".join(left) == "".join(right)
 
 
-def _rotated(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
+def rotated(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
     """`right` is `left` with a tail block moved to the front. Swapping two arguments ("Celsius to Fahrenheit" /
     "Fahrenheit to Celsius", "Python ... Java" / "Java ... Python") is never a rotation of three or more words."""
     if len(left) != len(right) or len(left) < 3:

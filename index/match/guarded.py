@@ -5,7 +5,8 @@ vetoes, is far better calibrated than the judge and the pair model, which were f
 P 0.99 to a definition and a task about the same entity ("What is PyTorch?" / "How do I install PyTorch?"). So
 a candidate is served only on robust evidence, checked in this order:
 
-1. gates: a candidate whose words are the request's opposites, or that `index.guards.safety` vetoes, is skipped;
+1. gates: a candidate whose words are the request's opposites (`index.guards.contrast`), whose values changed
+   places across a direction (`index.guards.order`), or that `index.guards.safety` vetoes, is skipped;
 2. override: a plain rewording (`index.guards.form.same_content`) is served whatever its cosine;
 3. threshold: below `min_similarity` nothing more is served (candidates come most similar first);
 4. rules: the guard stages (polarity, values) veto;
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 
 from index.guards.contrast import opposed_words
 from index.guards.form import same_content
+from index.guards.order import swapped_words
 from index.guards.safety import pair_veto
 from index.guards.stages import Stage, StageResult
 from index.judge.features import EntryHistory, JudgeInput
@@ -32,6 +34,7 @@ from index.match.outcome import Candidate, Decision, Reason
 
 # The step names a decision reports (`Decision.vetoed_by`, `Decision.basis`, X-Deja-Veto).
 CONTRAST = "contrast"
+SWAPPED = "order"
 LEARNED_VETO = "judge"
 SAME_CONTENT = "same content"
 COSINE = "cosine"
@@ -80,6 +83,10 @@ def _one(query: str, candidate: Candidate, index: int, margin: float, setup: Gua
     if opposed is not None:
         veto = StageResult(CONTRAST, False, f"opposite words {opposed[0]!r} vs {opposed[1]!r}")
         return Decision(Reason.VETOED, sim, vetoed_by=CONTRAST, stages=(veto,), chosen=index)
+    swapped = swapped_words(query, candidate.prompt)
+    if swapped is not None:
+        veto = StageResult(SWAPPED, False, f"{swapped[0]!r} and {swapped[1]!r} change places across a direction")
+        return Decision(Reason.VETOED, sim, vetoed_by=SWAPPED, stages=(veto,), chosen=index)
     safety = pair_veto(query, candidate.prompt, None, None, setup.max_decision_chars)
     if safety is not None:
         veto = StageResult(safety.stage, False, safety.reason)
@@ -124,7 +131,7 @@ def learned_probability(query: str, candidate: Candidate, index: int, margin: fl
 
 
 def _plain_rewording(query: str, candidate: Candidate, setup: GuardedSetup) -> bool:
-    return (opposed_words(query, candidate.prompt) is None
+    return (opposed_words(query, candidate.prompt) is None and swapped_words(query, candidate.prompt) is None
             and pair_veto(query, candidate.prompt, None, None, setup.max_decision_chars) is None
             and same_content(query, candidate.prompt))
 

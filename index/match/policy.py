@@ -126,6 +126,18 @@ class MatchPolicy:
         """The decision reads the judge (judge and guarded modes): a judge must be loaded."""
         return self.decision is not DecisionMode.THRESHOLD
 
+    def describe(self) -> str:
+        """One line: what serves a semantic hit under this policy."""
+        guards = ", ".join(self.stages) or "none"
+        if self.guarded:
+            return (f"guarded: cosine >= {self.min_similarity:g} (a plain rewording at any cosine), guards {guards}, "
+                    f"learned veto below P {self.veto_below:g}; conversations: cosine >= "
+                    f"{self.conversation_threshold:g}")
+        if self.judged:
+            return (f"judge: P(same answer) against the bar of a {self.max_false_hit_rate:g} budget, candidates >= "
+                    f"{self.candidate_floor:g}")
+        return f"threshold: cosine >= {self.min_similarity:g}, guards {guards}"
+
     def for_request(self, conversation: bool) -> MatchPolicy:
         """The policy that decides one request: a multi-turn request in judge mode uses the conversation rule
         unless `judge_conversations` (judge mode); in guarded mode always."""

@@ -1,0 +1,184 @@
+"""The source panel (`eval panel`): every labelled source replayed through the one decision, side by side with
+the baselines, each source and part on its own row.
+
+A trace is replayed through the real cache pipeline (`eval.replay`: a cold cache, the exact tier, the index,
+`index.match.decide`); labelled pairs are decided one by one by the same `decide`, the first prompt as the
+cached candidate. The default is what `Settings()` builds, so the panel measures what the gateway runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from eval.embedding import MemoEmbedder, embed_unique
+from eval.replay import ReplayConfig, run_replay
+from eval.sources import Origin, Source
+from eval.sweep import ScoredPair, score_pairs
+from eval.vcache import run_vcache
+from index.embedding.embedder import Embedder
+from index.guards.registry import build_stages
+from index.judge.model import Judge, false_hit_upper
+from index.match.decide import Deciders, decide
+from index.match.judged import PairReader
+from index.match.outcome import Candidate
+from index.match.policy import DecisionMode, MatchPolicy
+
+DEFAULT = "default"
+BASELINE_THRESHOLDS = (0.85, 0.90, 0.95)
+
+
+@dataclass(frozen=True)
+class Contender:
+    """One decision the panel runs: the default, a cosine baseline, the judge, or vCache (traces only)."""
+
+    name: str
+    policy: MatchPolicy | None
+    judge: Judge | None = None
+    pair: PairReader | None = None
+    vcache_delta: float | None = None
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One contender on one source. `served` counts answers from cache (a trace: exact and semantic hits; pairs:
+    pairs served); `correct` those right; `base` is what `served_rate` and `correct_rate` divide by (a trace's
+    requests; pairs: the same-answer pairs)."""
+
+    contender: str
+    served: int
+    correct: int
+    base: int
+
+    @property
+    def wrong(self) -> int:
+        return self.served - self.correct
+
+    @property
+    def correct_rate(self) -> float | None:
+        return self.correct / self.base if self.base else None
+
+    @property
+    def wrong_per_served(self) -> float | None:
+        return self.wrong / self.served if self.served else None
+
+    @property
+    def upper(self) -> float:
+        """95% Clopper-Pearson upper bound on wrong / served."""
+        return false_hit_upper(self.wrong, self.served)
+
+
+@dataclass(frozen=True)
+class PanelRow:
+    """One source and part, every contender's cell, and whether the default holds the source's target."""
+
+    source: str
+    origin: str
+    part: str
+    kind: str
+    size: int
+    target: float
+    note: str
+    cells: tuple[Cell, ...]
+
+    def cell(self, contender: str) -> Cell | None:
+        return next((c for c in self.cells if c.contender == contender), None)
+
+    @property
+    def holds(self) -> bool:
+        cell = self.cell(DEFAULT)
+        rate = None if cell is None else cell.wrong_per_served
+        return rate is None or rate <= self.target
+
+
+@dataclass(frozen=True)
+class PanelReport:
+    """The whole panel: rows in source order, the contenders, the default's description, notes."""
+
+    default: str
+    contenders: tuple[str, ...]
+    rows: tuple[PanelRow, ...]
+    notes: tuple[str, ...] = ()
+
+    def worst(self, origin: str | None = None) -> PanelRow | None:
+        """The row (of `origin`, or any) where the default's wrong / served stands highest above its target."""
+        rows = [r for r in self.rows if (origin is None or r.origin == origin) and r.cell(DEFAULT) is not None]
+
+        def excess(row: PanelRow) -> float:
+            cell = row.cell(DEFAULT)
+            rate = None if cell is None else cell.wrong_per_served
+            return -1.0 if rate is None else rate - row.target
+
+        return max(rows, key=excess, default=None)
+
+    @property
+    def real_sources_hold(self) -> bool:
+        return all(row.holds for row in self.rows if row.origin == Origin.REAL.value)
+
+
+def contenders(default: MatchPolicy, judge: Judge, pair: PairReader | None) -> tuple[Contender, ...]:
+    """The default, the cosine rule with its rule stages at each baseline threshold, the judge deciding alone
+    against its bar (with the pair model), and vCache at the default's budget."""
+    cosine = dataclasses.replace(default, decision=DecisionMode.THRESHOLD, stages=("polarity", "values"))
+    judged = dataclasses.replace(default, decision=DecisionMode.JUDGE)
+    out = [Contender(DEFAULT, default, judge if default.reads_judge else None,
+                     pair if default.reads_judge else None)]
+    out += [Contender(f"cosine {t:.2f} + rules", cosine.at(t)) for t in BASELINE_THRESHOLDS]
+    out.append(Contender("judge + pair model", judged, judge, pair))
+    out.append(Contender(f"vCache δ={default.max_false_hit_rate:g}", None, vcache_delta=default.max_false_hit_rate))
+    return tuple(out)
+
+
+def run_panel(sources: Sequence[Source], embedder: Embedder, entrants: Sequence[Contender], default_text: str,
+              notes: Sequence[str] = (), progress: Callable[[str], None] | None = None) -> PanelReport:
+    """Run every contender on every source."""
+    rows = []
+    for source in sources:
+        if progress is not None:
+            progress(f"{source.name} ({source.part})")
+        rows.append(_row(source, embedder, entrants))
+    return PanelReport(default_text, tuple(c.name for c in entrants), tuple(rows), tuple(notes))
+
+
+def _row(source: Source, embedder: Embedder, entrants: Sequence[Contender]) -> PanelRow:
+    if source.trace:
+        memo = MemoEmbedder(embedder, embed_unique(embedder, (r.prompt for r in source.requests)))
+        cells = tuple(c for c in (_trace_cell(source, memo, e) for e in entrants) if c is not None)
+        kind, size = "trace", len(source.requests)
+    else:
+        scored = score_pairs(source.pairs, embedder)
+        cells = tuple(_pairs_cell(scored, e) for e in entrants if e.policy is not None)
+        kind, size = "pairs", len(source.pairs)
+    return PanelRow(source.name, source.origin.value, source.part, kind, size, source.target, source.note, cells)
+
+
+def _trace_cell(source: Source, embedder: Embedder, entrant: Contender) -> Cell | None:
+    if entrant.vcache_delta is not None:
+        row = run_vcache(source.name, source.requests, embedder, (entrant.vcache_delta,)).rows[0]
+        return Cell(entrant.name, row.exact_hits + row.semantic_hits, row.correct, len(source.requests))
+    assert entrant.policy is not None
+    policy = entrant.policy
+    point = policy.candidate_floor if policy.judged else policy.min_similarity
+    config = ReplayConfig((point,), build_stages(policy.stages), policy=policy, judge=entrant.judge,
+                          pair=entrant.pair)
+    replayed = run_replay(source.name, source.requests, embedder, config).rows[0]
+    return Cell(entrant.name, replayed.exact_hits + replayed.semantic_hits, replayed.correct, replayed.requests)
+
+
+def _pairs_cell(scored: Sequence[ScoredPair], entrant: Contender) -> Cell:
+    assert entrant.policy is not None
+    policy = entrant.policy
+    deciders = Deciders(build_stages(policy.stages), None, entrant.judge, pair=entrant.pair)
+    floor = policy.candidate_floor if policy.judged else -1.0
+    served = correct = 0
+    for index, item in enumerate(scored):
+        if item.similarity is None or item.veto is not None or item.similarity < floor:
+            continue
+        pair = item.pair
+        candidate = Candidate(index, pair.a.prompt, item.similarity, item.context_a, item.context_similarity)
+        if decide(pair.b.prompt, [candidate], policy, deciders, item.context_b).hit:
+            served += 1
+            correct += pair.same_answer
+    same = sum(1 for item in scored if item.pair.same_answer)
+    return Cell(entrant.name, served, correct, same)

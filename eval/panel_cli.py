@@ -1,0 +1,62 @@
+"""`eval panel`: the source panel's command (registered on the eval app by `eval.cli`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from eval.embedding import EmbedderName, make_embedder
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+def panel(
+    shared: Annotated[Path, typer.Option(
+        file_okay=False, help="Folder of the public labelled sets (read in place, never copied).")] = Path(
+        "../shared/datasets"),
+    datasets: Annotated[Path, typer.Option(file_okay=False, help="Our own labelled data.")] = PROJECT / "datasets",
+    part: Annotated[str | None, typer.Option(help="Only this part: dev or test (default both).")] = None,
+    source: Annotated[list[str] | None, typer.Option(
+        help="Only sources whose name contains this (repeatable), e.g. --source OSSChat.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the cluster order and of the samples.")] = 0,
+    out: Annotated[Path | None, typer.Option(
+        file_okay=False, help="Write panel.json, panel.png and panel.html here.")] = Path("reports/panel"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole report as JSON.")] = False,
+    check: Annotated[bool, typer.Option(
+        "--check", help="Exit 1 when the default breaks a real-user source's target.")] = False,
+) -> None:
+    """Replay every labelled source through the default decision, beside the baselines (cosine + rules at
+    0.85/0.90/0.95, the judge deciding alone, vCache), each source and part on its own row."""
+    from eval.cli import _fail, _load_judge, _load_pair, _print_table, _settings
+    from eval.panel import contenders, run_panel
+    from eval.panel_report import panel_table, to_json, verdict_lines, write_outputs
+    from eval.sources import all_sources
+
+    if part is not None and part not in ("dev", "test"):
+        raise typer.BadParameter(f"must be dev or test, got {part!r}", param_hint="--part")
+    found, missing = all_sources(shared, datasets, seed)
+    chosen = [s for s in found if (part is None or s.part == part)
+              and (not source or any(name.lower() in s.name.lower() for name in source))]
+    if not chosen:
+        _fail("no source matches --part / --source")
+    settings = _settings()
+    policy = settings.policy()
+    entrants = contenders(policy, _load_judge(settings), _load_pair(settings))
+    err = Console(stderr=True)
+    report = run_panel(chosen, make_embedder(EmbedderName.MINILM_ONNX), entrants, policy.describe(),
+                       missing, progress=lambda name: err.print(f"panel: {name}"))
+    if out is not None:
+        for path in write_outputs(report, out):
+            err.print(f"wrote {path}")
+    if as_json:
+        typer.echo(to_json(report))
+    else:
+        console = Console(width=240)
+        _print_table(console, panel_table(report))
+        for line in verdict_lines(report):
+            console.print(line)
+    if check and not report.real_sources_hold:
+        raise typer.Exit(1)
