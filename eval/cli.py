@@ -12,14 +12,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import ValidationError
-from rich import box
-from rich.console import Console
-from rich.table import Table
 
+from eval.cli_common import err as _err
+from eval.cli_common import fail as _fail
+from eval.cli_common import load_judge as _load_judge
+from eval.cli_common import load_pair as _load_pair
+from eval.cli_common import out as _out
+from eval.cli_common import print_table as _print_table
+from eval.cli_common import settings_from_env as _settings
 from eval.datasets import DatasetError, DatasetFormat, StreamRequest, load_clusters, load_pairs, load_stream
 from eval.embedding import EmbedderName, make_embedder
 from eval.panel_cli import panel
@@ -75,19 +78,10 @@ class ReplayDecision(StrEnum):
     VCACHE = "vcache"
 
 
-def _err() -> Console:
-    return Console(stderr=True, highlight=False)
 
 
-def _out() -> Console:
-    console = Console(highlight=False)
-    # Piped output keeps full rows instead of wrapping at 80 columns.
-    return console if console.is_terminal else Console(highlight=False, width=220)
 
 
-def _fail(message: str) -> NoReturn:
-    _err().print(f"error: {message}", markup=False, soft_wrap=True)
-    raise typer.Exit(1)
 
 
 def _thresholds(spec: str) -> tuple[float, ...]:
@@ -97,12 +91,6 @@ def _thresholds(spec: str) -> tuple[float, ...]:
         raise typer.BadParameter(str(exc), param_hint="--threshold") from None
 
 
-def _settings(**overrides: object) -> Settings:
-    """The gateway's settings (DEJA_* environment), so eval measures the policy the gateway runs."""
-    try:
-        return Settings(**overrides)  # type: ignore[arg-type]
-    except ValidationError as exc:
-        _fail(f"invalid DEJA_* setting: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}")
 
 
 def _policy(settings: Settings, spec: str | None, decision: DecisionMode | None = None,
@@ -144,13 +132,6 @@ def _print_report(
     _print_table(console, data)
 
 
-def _print_table(console: Console, data: TableData) -> None:
-    table = Table(title=data.title, box=box.SIMPLE_HEAD, title_justify="left")
-    for index, header in enumerate(data.headers):
-        table.add_column(header, justify="left" if index == 0 else "right", no_wrap=True)
-    for row in data.rows:
-        table.add_row(*row)
-    console.print(table)
 
 
 @app.command()
@@ -230,6 +211,10 @@ def sweep(
             typer.echo("\nThe gateway decides by the judge (DEJA_DECISION=judge); its points, one per budget:")
             _sweep_judge(dataset, fmt, embedder, judge_policy, _budgets(budgets, judge_policy),
                          _Output(False, None), confidence, _load_judge(settings), chosen, _load_pair(settings))
+        elif judge_policy.guarded and not as_json:
+            typer.echo(f"\nThe gateway decides by the guarded rule ({judge_policy.describe()}); the sweep above is "
+                       "its cosine threshold and rule stages. `eval panel` and `eval replay` run the whole decision "
+                       "(same-content override, order and contrast gates, learned veto).")
         return
     _sweep_traffic(_TrafficSource(settings.sql_url, namespace, apply, api), config, output)
 
@@ -304,25 +289,8 @@ def _scored_pairs(
         return model, score_pairs(pairs, model, progress=advance, context_match=policy.context_match)
 
 
-def _load_judge(settings: Settings) -> Judge:
-    from index.judge.model import JudgeModelError, load_judge
-
-    try:
-        return load_judge(settings.judge_model)
-    except JudgeModelError as exc:
-        _fail(str(exc))
 
 
-def _load_pair(settings: Settings) -> PairReader | None:
-    """The pair model the gateway stacks with the judge (None when `DEJA_PAIR_MODEL` is off)."""
-    from index.judge.pair_model import PairModelError, load_pair_stage
-
-    if not settings.pair_model:
-        return None
-    try:
-        return load_pair_stage()
-    except PairModelError as exc:
-        _fail(str(exc))
 
 
 def _sweep_judge(dataset: Path, fmt: DatasetFormat, embedder: EmbedderName, policy: MatchPolicy,

@@ -30,7 +30,7 @@ def panel(
 ) -> None:
     """Replay every labelled source through the default decision, beside the baselines (cosine + rules at
     0.85/0.90/0.95, the judge deciding alone, vCache), each source and part on its own row."""
-    from eval.cli import _fail, _load_judge, _load_pair, _print_table, _settings
+    from eval.cli_common import fail, load_judge, load_pair, print_table, settings_from_env
     from eval.panel import contenders, run_panel
     from eval.panel_report import panel_table, to_json, verdict_lines, write_outputs
     from eval.sources import all_sources
@@ -41,10 +41,10 @@ def panel(
     chosen = [s for s in found if (part is None or s.part == part)
               and (not source or any(name.lower() in s.name.lower() for name in source))]
     if not chosen:
-        _fail("no source matches --part / --source")
-    settings = _settings()
+        fail("no source matches --part / --source")
+    settings = settings_from_env()
     policy = settings.policy()
-    entrants = contenders(policy, _load_judge(settings), _load_pair(settings))
+    entrants = contenders(policy, load_judge(settings), load_pair(settings))
     err = Console(stderr=True)
     report = run_panel(chosen, make_embedder(EmbedderName.MINILM_ONNX), entrants, policy.describe(),
                        missing, progress=lambda name: err.print(f"panel: {name}"))
@@ -55,7 +55,7 @@ def panel(
         typer.echo(to_json(report))
     else:
         console = Console(width=240)
-        _print_table(console, panel_table(report))
+        print_table(console, panel_table(report))
         for line in verdict_lines(report):
             console.print(line)
     if check and not report.real_sources_hold:

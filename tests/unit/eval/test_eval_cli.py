@@ -208,7 +208,7 @@ def test_a_threshold_range_sweeps_thresholds_at_the_default_decision(tmp_path: P
     assert code == 0, err
     assert json.loads((out_dir / "sweep.json").read_text())["sweeps"][0]["points"][0]["threshold"] == 0.6
     assert (out_dir / "sweep.png").read_bytes().startswith(b"\x89PNG") and (out_dir / "sweep.html").exists()
-    assert "its points, one per budget" in out  # the judge's budget points beside the thresholds
+    assert "guarded rule" in out and "eval panel" in out  # the default decision named beside the thresholds
 
 
 def test_a_sweep_writes_its_report_files_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -220,5 +220,6 @@ def test_a_sweep_writes_its_report_files_by_default(tmp_path: Path, monkeypatch:
 
 
 def test_applying_cosine_thresholds_is_refused_in_judge_mode(tmp_path: Path) -> None:
-    code, _, err = _run("sweep", "--traffic", "--apply", "--max-false-hit-rate", "0.05", "--data-dir", str(tmp_path))
+    code, _, err = _run("sweep", "--traffic", "--apply", "--max-false-hit-rate", "0.05", "--data-dir", str(tmp_path),
+                        "--decision", "judge")
     assert code == 2 and "eval fit --traffic" in err

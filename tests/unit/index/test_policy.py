@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from index.match.policy import (
+    DEFAULT_GUARDED_MIN_SIMILARITY,
     DEFAULT_JUDGE_CANDIDATES,
     DEFAULT_JUDGE_MIN_SIMILARITY,
     DEFAULT_MAX_FALSE_HIT_RATE,
@@ -19,8 +20,9 @@ from index.settings import Settings
 
 def test_default_settings_give_the_documented_policy() -> None:
     assert Settings().policy() == MatchPolicy(
-        DEFAULT_JUDGE_MIN_SIMILARITY, DEFAULT_MIN_CONTEXT_SIMILARITY, ("polarity", "values"),
-        ContextMatch.SEMANTIC, DecisionMode.JUDGE, DEFAULT_MAX_FALSE_HIT_RATE, DEFAULT_JUDGE_CANDIDATES)
+        DEFAULT_GUARDED_MIN_SIMILARITY, DEFAULT_MIN_CONTEXT_SIMILARITY, ("polarity", "values"),
+        ContextMatch.SEMANTIC, DecisionMode.GUARDED, DEFAULT_MAX_FALSE_HIT_RATE, DEFAULT_JUDGE_CANDIDATES,
+        candidate_floor=DEFAULT_JUDGE_MIN_SIMILARITY)
 
 
 def test_threshold_mode_keeps_its_own_default_threshold_and_stages() -> None:
