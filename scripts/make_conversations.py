@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = {"dev": ROOT / "datasets" / "conv2-dev.jsonl", "test": ROOT / "datasets" / "conv2-test.jsonl"}
 SEED = 26
-DRAWS = 2
+DRAWS = 3
 APIS = ("chat", "messages", "responses")
 SAME_KINDS = ("reworded_context", "chatter", "irrelevant_history")
 SLOT_KINDS = ("value_changed", "changed_quantity", "changed_account", "swapped_choice", "other_intent")
@@ -347,8 +347,8 @@ def _render(turns: tuple[tuple[str, str], ...], values: dict[str, str]) -> list[
     return [[u.format(**values), a.format(**values)] for u, a in turns]
 
 
-def _messages(family: Family, exchanges: list[list[str]], follow: str) -> list[dict[str, str]]:
-    messages = [{"role": "system", "content": family.system}]
+def _messages(family: Family, exchanges: list[list[str]], follow: str, system: str = "") -> list[dict[str, str]]:
+    messages = [{"role": "system", "content": system or family.system}]
     for user, assistant in exchanges:
         messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
     return [*messages, {"role": "user", "content": follow}]
@@ -414,8 +414,9 @@ def family_pairs(family: Family, others: list[Family], out: _Pairs) -> None:
     other_values = {name: _draw(slot, rng) for name, slot in other.slots.items()}
     if other.options:
         other_values["options"] = _listing(other.options, numbered)
-    out.add(family, "different_context", False, base, _messages(other, _render(other.turns, other_values),
-                                                                   family.follow))
+    # the same system prompt: the gateway only compares conversations of one deployment
+    out.add(family, "different_context", False, base,
+            _messages(other, _render(other.turns, other_values), family.follow, family.system))
 
 
 def split(families: tuple[Family, ...], rng: random.Random) -> dict[str, str]:
