@@ -12,6 +12,7 @@ from functools import lru_cache
 from index.guards.extract import Extractor, Value
 from index.guards.form import FREE_WORDS
 from index.guards.lexicon import Lexicon, load
+from index.guards.numbers import canonical, parse_words
 from index.guards.stages import StageResult
 from index.guards.text import CACHE_SIZE, FUNCTION_WORDS, normalize, stem
 from index.guards.textdiff import opcodes, ratio
@@ -97,7 +98,7 @@ class ContextRule:
         values = tuple(v for v in self._extractor.analyze(text).values if v.surface != "I")
         surface = tuple(t for t in _TOKEN.findall(_WORD_HYPHEN.sub(" ", normalize(text))) if t not in FREE_WORDS)
         options = tuple(_options(text))
-        return _Text(values, frozenset(surface), options, surface, tuple(stem(w) for w in surface))
+        return _Text(values, frozenset(surface), options, surface, tuple(_word_key(w) for w in surface))
 
     def _content_difference(self, q: _Text, c: _Text) -> ContextDifference | None:
         if ratio(q.stems, c.stems) < self._min_aligned:
@@ -108,6 +109,12 @@ class ContextRule:
             left, right = " ".join(q.surface[i1:i2]) or "nothing", " ".join(c.surface[j1:j2]) or "nothing"
             return ContextDifference(CONTENT, f"{left!r} vs {right!r}")
         return None
+
+
+def _word_key(word: str) -> str:
+    """What a content word is compared by: its stem, a number word as digits ("two" is "2")."""
+    number = parse_words([word])
+    return canonical(number[0]) if number is not None and number[1] == 1 else stem(word)
 
 
 def _value_difference(q: _Text, c: _Text) -> ContextDifference | None:
