@@ -27,13 +27,14 @@ something anything
 """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 # Words of chatter: a sentence made only of these (and stopwords) says nothing the answer depends on.
-CHATTER_WORDS = frozenset("""
+_CHATTER_TEXT = """
 hi hello hey hiya greetings morning afternoon evening sorry apologies apologise apologize apology bother
 trouble inconvenience thanks thank appreciate appreciated cheers grateful patience hope hoping doing going
 weather lovely wonderful weekend week busy stressed silly glad happy pleased worries worry reaching reach
 out message long anyway meantime way real person human virtual assistant bot welcome there again kind
 bit question fine
-""".split())
+"""
+CHATTER_WORDS = frozenset(_CHATTER_TEXT.split())
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _CHATTER_WORD = re.compile(r"[a-z']+|\d")
 # An answer to a yes/no question is never chatter, though "yes" is a stopword; "no worries" is chatter.
