@@ -16,9 +16,13 @@ from pathlib import Path
 from index.errors import DejaError
 
 # Kinds whose two sides deserve the same answer; every other kind must never be served from the other.
-SAME_ANSWER_KINDS = frozenset({"paraphrase", "reworded_context", "irrelevant_turn", "small_talk"})
+SAME_ANSWER_KINDS = frozenset(
+    {"paraphrase", "reworded_context", "irrelevant_turn", "small_talk", "chatter", "irrelevant_history"}
+)
 MUST_NOT_KINDS = frozenset(
-    {"negation", "value_change", "topic_shift", "unrelated", "entity_change", "detail_change", "intent_flip"}
+    {"negation", "value_change", "topic_shift", "unrelated", "entity_change", "detail_change", "intent_flip",
+     "value_changed", "changed_quantity", "changed_account", "swapped_choice", "option_order", "other_intent",
+     "different_context"}
 )
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 # Column / field names accepted for each side and for the label (ours first, then PAWS, then QQP).

@@ -26,8 +26,10 @@ from index.match.policy import DEFAULT_POLICY, MatchPolicy
 from index.request.keys import CacheKey, ContextMatch, LookupMode, build_key
 
 KIND_ORDER = (
-    "paraphrase", "reworded_context", "irrelevant_turn", "small_talk",
+    "paraphrase", "reworded_context", "irrelevant_turn", "small_talk", "chatter", "irrelevant_history",
     "negation", "value_change", "topic_shift", "unrelated", "entity_change", "detail_change", "intent_flip",
+    "value_changed", "changed_quantity", "changed_account", "swapped_choice", "option_order", "other_intent",
+    "different_context",
 )
 
 

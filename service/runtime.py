@@ -136,7 +136,10 @@ class Thresholds:
         level = 0 if self.bars is None else self.bars.level(namespace)
         if level == 0:
             return policy
-        return policy.at_level(level) if policy.judged else policy.at(raised(policy.min_similarity, level))
+        if policy.judged:
+            return policy.at_level(level)
+        moved = policy.at(raised(policy.min_similarity, level))
+        return moved.at_level(level) if policy.guarded else moved
 
 
 class Runtime:

@@ -5,7 +5,8 @@ Single-turn requests in guarded mode (the default) go to `index.match.guarded`: 
 stages and the learned scores veto, a plain rewording is served on its content. Single-turn requests in judge
 mode go to the judge (calibrated P(same answer) against the false-hit budget's
 bar, with exploration of uncertain would-be hits; a plain rewording is served on its content, and a candidate
-whose words are the request's opposites is vetoed); threshold mode and conversations go to the cosine rule. In
+whose words are the request's opposites is vetoed); threshold mode and conversations go to the cosine rule, and
+a conversation then to the context rule (`index.match.conversation`: same values, options, content). In
 every mode a candidate that differs from the request past the embedder's window is never served.
 """
 
@@ -20,6 +21,7 @@ from index.guards.contrast import opposed_words
 from index.guards.registry import context_stages
 from index.guards.stages import Stage, StageResult
 from index.judge.features import EntryHistory
+from index.match.conversation import ContextRule, default_rule
 from index.match.explore import Exploration
 from index.match.guarded import GuardedSetup, guarded
 from index.match.judged import JudgeSetup, PairJudge, PairReader, judge
@@ -47,6 +49,8 @@ class Deciders:
     draw: Callable[[], float] = field(default=random.random)
     # The pair model stacked with the judge (`index.judge.pair_model.load_pair_stage`); None = the judge alone.
     pair: PairReader | None = None
+    # The context rule a conversation candidate must pass after the cosine rule (`index.match.conversation`).
+    conversation: ContextRule = field(default_factory=default_rule)
 
     @property
     def over_contexts(self) -> tuple[Stage, ...]:
@@ -123,6 +127,7 @@ def _by_threshold(query: str, candidates: Sequence[Candidate], policy: MatchPoli
     for index, candidate in enumerate(candidates):
         decision = by_threshold(query, candidate, policy, deciders.stages, query_context,
                                 deciders.over_contexts)
+        decision = deciders.conversation.ruled(decision, query_context, candidate)
         if decision.hit:
             return _at(decision, index)
         if first is None:

@@ -9,6 +9,7 @@ from enum import StrEnum
 
 from index.guards.stages import STAGE_ORDER
 from index.judge.model import check_budget
+from index.match.bar import raised
 from index.request.keys import DEFAULT_MAX_DECISION_CHARS, ContextMatch
 
 # Every default of the match lives here, once; `Settings` and `eval` read them from this module.
@@ -140,13 +141,18 @@ class MatchPolicy:
 
     def for_request(self, conversation: bool) -> MatchPolicy:
         """The policy that decides one request: a multi-turn request in judge mode uses the conversation rule
-        unless `judge_conversations` (judge mode); in guarded mode always."""
+        unless `judge_conversations` (judge mode); in guarded mode always. A namespace's raised bar raises its
+        context threshold as many steps (a lowered bar never loosens it)."""
         if self.guarded and conversation:
             return dataclasses.replace(self, decision=DecisionMode.THRESHOLD,
-                                       min_similarity=self.conversation_threshold)
+                                       min_similarity=self.conversation_threshold,
+                                       min_context_similarity=raised(self.min_context_similarity,
+                                                                     max(0, self.bar_level)))
         if self.judged and conversation and not self.judge_conversations:
             return dataclasses.replace(self, decision=DecisionMode.THRESHOLD,
-                                       min_similarity=self.conversation_threshold)
+                                       min_similarity=self.conversation_threshold,
+                                       min_context_similarity=raised(self.min_context_similarity,
+                                                                     max(0, self.bar_level)))
         return self
 
 

@@ -3,7 +3,9 @@ anything on its own (the alignment check over two contexts is `index.guards.alig
 
 The semantic tier compares two conversations by (a) their last user messages and (b) their *relevant
 context*: the most recent substantive exchange plus any earlier exchange that shares a content word with
-it or with the question (small talk and unrelated side questions drop out).
+it or with the question, or that holds a number (a code or amount said early is still the one talked
+about). Chatter sentences (greetings, apologies, thanks, small talk) are left out first, so a difference of
+form is no difference; unrelated side questions without numbers drop out.
 """
 
 from __future__ import annotations
@@ -24,6 +26,21 @@ can't one other another else first next last then now get make use tell give sho
 something anything
 """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+# Words of chatter: a sentence made only of these (and stopwords) says nothing the answer depends on.
+_CHATTER_TEXT = """
+hi hello hey hiya greetings morning afternoon evening sorry apologies apologise apologize apology bother
+trouble inconvenience thanks thank appreciate appreciated cheers grateful patience hope hoping doing going
+weather lovely wonderful weekend week busy stressed silly glad happy pleased worries worry reaching reach
+out message long anyway meantime way real person human virtual assistant bot welcome there again kind
+bit question fine
+"""
+CHATTER_WORDS = frozenset(_CHATTER_TEXT.split())
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_CHATTER_WORD = re.compile(r"[a-z']+|\d")
+# An answer to a yes/no question is never chatter, though "yes" is a stopword; "no worries" is chatter.
+_ANSWERS = frozenset({"yes", "no", "yeah", "yep", "nope", "not"})
+_NO_MATTER = re.compile(r"\bno (?:worries|problem|problems|trouble)\b")
+
 # Messages that carry no question of their own: never matched on the message alone.
 ACKNOWLEDGEMENTWORDS = frozenset({
     "ok", "okay", "k", "yes", "no", "yep", "nope", "sure", "thanks", "thank", "you", "continue", "go", "on", "more",
@@ -46,6 +63,19 @@ def message_text(message: dict[str, Any]) -> str:
     return ""
 
 
+def is_chatter(sentence: str) -> bool:
+    """True for a sentence of greetings, apologies, thanks or small talk only (never one holding a digit)."""
+    words = _CHATTER_WORD.findall(_NO_MATTER.sub("fine", sentence.lower().replace("’", "'")))
+    return bool(words) and all((w in CHATTER_WORDS or w in STOPWORDS) and w not in _ANSWERS for w in words)
+
+
+def without_chatter(text: str) -> str:
+    """`text` without its chatter sentences; lines are kept apart (a listed option stays on its line)."""
+    lines = (" ".join(s for s in _SENTENCE.split(line.strip()) if s and not is_chatter(s))
+             for line in text.split("\n"))
+    return "\n".join(line for line in lines if line)
+
+
 def has_question(text: str) -> bool:
     """False for empty messages, acknowledgements and 'continue'-style nudges."""
     words = re.sub(r"[^\w\s']", " ", text.lower()).split()
@@ -56,23 +86,23 @@ def _exchanges(messages: Sequence[dict[str, Any]]) -> list[str]:
     """Earlier user turns, each joined with the assistant reply that follows it."""
     exchanges: list[str] = []
     for message in messages:
-        role = message.get("role")
+        role, text = message.get("role"), without_chatter(message_text(message))
         if role == "user":
-            exchanges.append(message_text(message))
+            exchanges.append(text)
         elif role == "assistant" and exchanges:
-            exchanges[-1] += "\n" + message_text(message)
+            exchanges[-1] = f"{exchanges[-1]}\n{text}".strip("\n")
     return exchanges
 
 
 def relevant_context(earlier: Sequence[dict[str, Any]], question: str) -> str:
-    """The earlier exchanges that bear on `question`: the latest substantive one, and every other that
-    shares a content word with what is already kept (transitively)."""
+    """The earlier exchanges that bear on `question`: the latest substantive one, every other that holds a
+    digit, and every other that shares a content word with what is already kept (transitively)."""
     exchanges = [(content_words(e), e) for e in _exchanges(earlier)]
     substantive = [i for i, (words, _) in enumerate(exchanges) if len(words) >= 2]
     if not substantive:
         return ""
-    keep = {substantive[-1]}
-    anchor = content_words(question) | exchanges[substantive[-1]][0]
+    keep = {substantive[-1], *(i for i in substantive if any(c.isdigit() for c in exchanges[i][1]))}
+    anchor = content_words(question).union(*(exchanges[i][0] for i in keep))
     grew = True
     while grew:
         grew = False

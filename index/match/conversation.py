@@ -1,0 +1,190 @@
+"""The context rule of conversations: a cached answer serves a follow-up only when the two relevant contexts
+(user and assistant turns) carry the same values, offer the same options in the same order and say the same
+thing, up to form (chatter, case, punctuation, contractions). It runs after the cosine rule (`decide`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from index.guards.extract import Extractor, Value
+from index.guards.form import FREE_WORDS
+from index.guards.lexicon import Lexicon, load
+from index.guards.numbers import canonical, parse_words
+from index.guards.stages import StageResult
+from index.guards.text import CACHE_SIZE, FUNCTION_WORDS, normalize, stem
+from index.guards.textdiff import opcodes, ratio
+from index.match.outcome import Candidate, Decision, Reason
+from index.request.context import without_chatter
+
+# `Decision.vetoed_by` of each context difference.
+VALUE = "context:value"
+OPTION_ORDER = "context:option-order"
+CONTENT = "context:content"
+# Below this share of aligned content words two contexts are rewordings of each other, not one text with an
+# edit: a word that differs then is wording, and only values (and the context threshold) tell them apart.
+DEFAULT_MIN_ALIGNED = 0.75
+
+_TOKEN = re.compile(r"[a-z0-9]+(?:[.,'][a-z0-9]+)*")
+_WORD_HYPHEN = re.compile(r"(?<=[a-z])-(?=[a-z])")
+_LISTED = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•])\s+(.+)$")
+# An inline list of three or more: "A, B or C", "A, B, and C".
+_ITEM = r"(?:[^,.:;!?\n]|\.(?=\d))+"  # a version's dot ("Python 3.12") does not end an item
+_INLINE = re.compile(rf"({_ITEM}(?:,\s*{_ITEM})+,?\s+(?:or|and)\s+{_ITEM})")
+_SPLIT_INLINE = re.compile(r",\s*(?:or\s+|and\s+)?|\s+or\s+|\s+and\s+")
+# Words that never make two contexts ask about different things when they are all that differs.
+_FORM = frozenset(stem(w) for w in FREE_WORDS | FUNCTION_WORDS) - {"not", "no", "never", "without", "nor", "neither"}
+
+
+@dataclass(frozen=True)
+class ContextDifference:
+    """What differs between two contexts: `stage` is one of VALUE, OPTION_ORDER, CONTENT."""
+
+    stage: str
+    reason: str
+
+    def result(self) -> StageResult:
+        return StageResult(self.stage, passed=False, reason=self.reason)
+
+
+@dataclass(frozen=True)
+class _Text:
+    """A context without chatter: its values, option lists, and content words (surface and stem)."""
+
+    values: tuple[Value, ...]
+    words: frozenset[str]
+    options: tuple[tuple[str, ...], ...]
+    surface: tuple[str, ...]
+    stems: tuple[str, ...]
+
+
+class ContextRule:
+    """Finds the first difference between two relevant contexts: a value, the order of offered options, or
+    content words where the two are one text with an edit. Pure and thread-safe; each text is analysed once."""
+
+    def __init__(self, lexicon: Lexicon | None = None, min_aligned: float = DEFAULT_MIN_ALIGNED,
+                 cache_size: int = CACHE_SIZE) -> None:
+        if not 0.0 <= min_aligned <= 1.0:
+            raise ValueError(f"min_aligned must be a share in [0, 1], got {min_aligned}")
+        self._extractor = Extractor(lexicon or load())
+        self._min_aligned = min_aligned
+        self._text = lru_cache(maxsize=cache_size)(self._uncached_text)
+
+    def difference(self, query_context: str, cached_context: str) -> ContextDifference | None:
+        """None when the two contexts differ in form only."""
+        q, c = self._text(query_context), self._text(cached_context)
+        if q.stems == c.stems:
+            return None
+        return _value_difference(q, c) or _option_difference(q, c) or self._content_difference(q, c)
+
+    def ruled(self, decision: Decision, query_context: str | None, candidate: Candidate) -> Decision:
+        """The cosine rule's `decision` on a conversation candidate, overruled by a context difference when the
+        candidate cleared both thresholds (the difference, named, takes the place of a context stage's veto)."""
+        if query_context is None or candidate.context is None:
+            return decision
+        if not (decision.hit or (decision.vetoed_by or "").endswith("@context")):
+            return decision
+        found = self.difference(query_context, candidate.context)
+        if found is None:
+            return decision
+        return Decision(Reason.VETOED, decision.similarity, vetoed_by=found.stage,
+                        stages=(*decision.stages, found.result()))
+
+    def _uncached_text(self, context: str) -> _Text:
+        text = without_chatter(context)
+        # the pronoun "I" after a name reads as a Roman numeral ("order LU-7 I can send"): never a value here
+        values = tuple(v for v in self._extractor.analyze(text).values if v.surface != "I")
+        surface = tuple(t for t in _TOKEN.findall(_WORD_HYPHEN.sub(" ", normalize(text))) if t not in FREE_WORDS)
+        options = tuple(_options(text))
+        return _Text(values, frozenset(surface), options, surface, tuple(_word_key(w) for w in surface))
+
+    def _content_difference(self, q: _Text, c: _Text) -> ContextDifference | None:
+        if ratio(q.stems, c.stems) < self._min_aligned:
+            return None
+        for tag, i1, i2, j1, j2 in opcodes(q.stems, c.stems):
+            if tag == "equal" or set(q.stems[i1:i2]) | set(c.stems[j1:j2]) <= _FORM:
+                continue
+            left, right = " ".join(q.surface[i1:i2]) or "nothing", " ".join(c.surface[j1:j2]) or "nothing"
+            return ContextDifference(CONTENT, f"{left!r} vs {right!r}")
+        return None
+
+
+def _word_key(word: str) -> str:
+    """What a content word is compared by: its stem, a number word as digits ("two" is "2")."""
+    number = parse_words([word])
+    return canonical(number[0]) if number is not None and number[1] == 1 else stem(word)
+
+
+def _value_difference(q: _Text, c: _Text) -> ContextDifference | None:
+    """A value one context holds and the other lacks (as sets: saying a value twice is saying it once). A weak
+    value (a plan tier, a period) differs only where the other context holds a value this one lacks too."""
+    only_q, only_c = _unmatched(q, c), _unmatched(c, q)
+    for value, other, first in [*((v, c, True) for v in only_q), *((v, q, False) for v in only_c)]:
+        rest = _unmatched(other, q if first else c, forgive=False)
+        if not value.strong and not rest:
+            continue
+        counterpart = next((v for v in rest if v.family == value.family), rest[0] if rest else None)
+        if counterpart is None:
+            return ContextDifference(VALUE, f"{value.surface} only in one context")
+        pair = (value, counterpart) if first else (counterpart, value)
+        return ContextDifference(VALUE, f"{pair[0].surface} vs {pair[1].surface}")
+    return None
+
+
+def _unmatched(side: _Text, other: _Text, forgive: bool = True) -> list[Value]:
+    keys = {v.key for v in other.values}
+    return [v for v in side.values if v.key not in keys and not (forgive and _spelled(v, other))]
+
+
+def _spelled(value: Value, other: _Text) -> bool:
+    """`other` says the name without the cue that made it a value here (lower case, no quotes)."""
+    plain = _TOKEN.findall(normalize(value.surface))
+    return value.family in {"name", "quote"} and bool(plain) and all(w in other.words for w in plain)
+
+
+def _option_difference(q: _Text, c: _Text) -> ContextDifference | None:
+    """Lists of the same options offered in another order (a follow-up may pick one by position)."""
+    for left, right in zip(q.options, c.options, strict=False):
+        left, right = _lead_cut(left, right), _lead_cut(right, left)
+        if left != right and sorted(left) == sorted(right):
+            return ContextDifference(OPTION_ORDER, f"{', '.join(left)} vs {', '.join(right)}")
+    return None
+
+
+def _lead_cut(items: tuple[str, ...], other: tuple[str, ...]) -> tuple[str, ...]:
+    """`items` with the words leading into an inline list cut from its first option ("your choices are X" ->
+    "X") where `other` lists X."""
+    lead = next((o for o in other if items and items[0] != o and items[0].endswith(f" {o}")), None)
+    return items if lead is None else (lead, *items[1:])
+
+
+def _options(text: str) -> list[tuple[str, ...]]:
+    """The option lists of `text`, in order: runs of numbered or bulleted lines, and inline lists of three or
+    more ("A, B or C"); each option as its lower-cased words."""
+    lists: list[tuple[str, ...]] = []
+    run: list[str] = []
+    for line in [*text.split("\n"), ""]:
+        listed = _LISTED.match(line)
+        if listed:
+            run.append(_option(listed.group(1)))
+            continue
+        if len(run) >= 2:
+            lists.append(tuple(run))
+        run = []
+        for inline in _INLINE.findall(line):
+            items = [_option(item) for item in _SPLIT_INLINE.split(inline) if item.strip()]
+            if len(items) >= 3:
+                lists.append(tuple(items))
+    return lists
+
+
+def _option(text: str) -> str:
+    return " ".join(_TOKEN.findall(normalize(text)))
+
+
+@lru_cache(maxsize=1)
+def default_rule() -> ContextRule:
+    """The context rule at its defaults (one shared instance: its analyses are cached)."""
+    return ContextRule()

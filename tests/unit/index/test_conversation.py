@@ -1,0 +1,114 @@
+"""The context rule of conversations: values, option order and content of two relevant contexts."""
+
+from __future__ import annotations
+
+import pytest
+
+from index.guards.stages import StageResult
+from index.match.conversation import CONTENT, OPTION_ORDER, VALUE, ContextRule, default_rule
+from index.match.decide import Deciders, decide
+from index.match.outcome import Candidate, Decision, Reason
+from index.match.policy import DecisionMode, MatchPolicy
+from index.request.context import relevant_context, without_chatter
+
+ORDER = ("My order 1042 was due on Monday and it still isn't here.\n"
+         "I found order 1042: it left with DHL and tracking shows a delay.")
+OPTIONS = ("I want a new phone plan with 20 GB of data.\n"
+           "These plans have 20 GB or more:\n1. Wave Lite\n2. Wave Plus\n3. Wave Max")
+
+
+@pytest.fixture(scope="module")
+def rule() -> ContextRule:
+    return default_rule()
+
+
+NIGHTS = "I booked three nights in Lisbon from June 4.\nThree nights in Lisbon are confirmed."
+JACKET = "Do you have the blue rain jacket in size L?\nThe blue rain jacket in size L ships in two days."
+
+
+@pytest.mark.parametrize(("cached", "query", "stage", "reason"), [
+    pytest.param(ORDER, ORDER.replace("1042", "1024"), VALUE, "1024 vs 1042", id="digits-swapped"),
+    pytest.param(NIGHTS, NIGHTS.replace("hree", "wo"), VALUE, "two vs three", id="nights"),
+    pytest.param(ORDER, ORDER.replace("DHL", "UPS"), VALUE, "UPS vs DHL", id="carrier"),
+    pytest.param(OPTIONS, OPTIONS.replace("1. Wave Lite\n2. Wave Plus", "1. Wave Plus\n2. Wave Lite"), OPTION_ORDER,
+                 "wave plus, wave lite, wave max vs wave lite, wave plus, wave max", id="options-reordered"),
+    pytest.param(JACKET, JACKET.replace("blue", "red"), CONTENT, "'red' vs 'blue'", id="colour-swapped"),
+])
+def test_a_context_that_differs_in_one_detail_is_named(rule: ContextRule, cached: str, query: str, stage: str,
+                                                       reason: str) -> None:
+    found = rule.difference(query, cached)
+    assert found is not None
+    assert (found.stage, found.reason) == (stage, reason)
+
+
+def test_an_inline_list_in_another_order_is_an_option_difference(rule: ContextRule) -> None:
+    a = "I'm deploying to Frankfurt.\nPick a runtime: Node 20, Python 3.12 or Go 1.22."
+    b = "I'm deploying to Frankfurt.\nPick a runtime: Go 1.22, Node 20 or Python 3.12."
+    found = rule.difference(a, b)
+    assert found is not None and found.stage == OPTION_ORDER
+
+
+@pytest.mark.parametrize("other", [
+    pytest.param(ORDER.upper().replace("ORDER", "order"), id="case"),
+    pytest.param(ORDER.replace("isn't", "is not").replace(".", "!"), id="contraction-punctuation"),
+    pytest.param("Hi there! Sorry to bother you. " + ORDER.replace("\n", "\nThanks for your patience. "),
+                 id="chatter"),
+])
+def test_a_difference_of_form_is_no_difference(rule: ContextRule, other: str) -> None:
+    assert rule.difference(ORDER, other) is None
+
+
+def test_a_reworded_context_with_the_same_values_passes(rule: ContextRule) -> None:
+    reworded = ("Order number 1042 should have come on Monday, but nothing has turned up.\n"
+                "Order 1042 was handed to DHL; their tracking says it is running late.")
+    assert rule.difference(ORDER, reworded) is None
+
+
+def test_two_said_as_a_word_or_a_digit_is_one_value(rule: ContextRule) -> None:
+    assert rule.difference("I booked two nights in Lisbon.\nTwo nights, confirmed.",
+                           "I booked 2 nights in Lisbon.\n2 nights, confirmed.") is None
+
+
+def test_a_negation_is_content(rule: ContextRule) -> None:
+    found = rule.difference("I want to keep the subscription.\nOkay, it stays active.",
+                            "I do not want to keep the subscription.\nOkay, it stays active.")
+    assert found is not None and found.stage == CONTENT
+
+
+def test_chatter_sentences_leave_the_relevant_context() -> None:
+    earlier = [{"role": "user", "content": "Hello! Hope you're well. My order 1042 is late."},
+               {"role": "assistant", "content": "Sorry about that! Order 1042 is delayed."}]
+    assert relevant_context(earlier, "Can you chase it?") == "My order 1042 is late.\nOrder 1042 is delayed."
+    assert without_chatter("Yes.") == "Yes."  # an answer to a yes/no question is not chatter
+
+
+def test_an_early_exchange_holding_a_number_stays_in_the_relevant_context() -> None:
+    earlier = [{"role": "user", "content": "I have a question about order 1042."},
+               {"role": "assistant", "content": "Sure, what happened?"},
+               {"role": "user", "content": "The parcel never arrived."},
+               {"role": "assistant", "content": "Tracking shows it stuck in transit."}]
+    assert "1042" in relevant_context(earlier, "Can you chase it?")
+
+
+POLICY = MatchPolicy(0.5, stages=(), decision=DecisionMode.JUDGE)
+
+
+def _decide(query_context: str, cached_context: str) -> Decision:
+    candidate = Candidate(1, "Can you chase it?", 1.0, cached_context, 0.95)
+    return decide("Can you chase it?", [candidate], POLICY, Deciders(), query_context)
+
+
+def test_decide_vetoes_a_conversation_whose_context_differs_in_a_value() -> None:
+    decision = _decide(ORDER.replace("1042", "1024"), ORDER)
+    assert decision.reason is Reason.VETOED and decision.vetoed_by == VALUE
+    assert decision.stages[-1] == StageResult(VALUE, False, "1024 vs 1042")
+
+
+def test_decide_serves_a_conversation_whose_context_differs_in_form() -> None:
+    assert _decide("Hi! " + ORDER, ORDER).hit
+
+
+def test_a_raised_bar_raises_the_context_threshold_of_conversations() -> None:
+    base = POLICY.for_request(conversation=True).min_context_similarity
+    assert POLICY.at_level(1).for_request(conversation=True).min_context_similarity > base
+    assert POLICY.at_level(-1).for_request(conversation=True).min_context_similarity == base

@@ -1,0 +1,83 @@
+"""datasets/conv2-*.jsonl: made by scripts/make_conversations.py, split by family, every kind in both parts, and
+each pair in its API's shape reduced by the real dialect to the key `eval` compares."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eval.datasets import MUST_NOT_KINDS, SAME_ANSWER_KINDS, load_pairs
+from eval.sweep import request_key
+from index.request.keys import ContextMatch, key_for
+from service.dialects.messages import MessagesDialect
+from service.dialects.responses import ResponsesDialect
+
+ROOT = Path(__file__).resolve().parents[2]
+PARTS = ("dev", "test")
+
+
+def rows(part: str) -> list[dict[str, Any]]:
+    text = (ROOT / "datasets" / f"conv2-{part}.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_the_files_are_what_the_script_makes() -> None:
+    script = ROOT / "scripts" / "make_conversations.py"
+    spec = importlib.util.spec_from_file_location("_deja_make_conversations", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(module)
+        built = module.build()
+    finally:
+        del sys.modules[spec.name]
+    assert {part: built[part] for part in PARTS} == {part: rows(part) for part in PARTS}
+
+
+def test_no_family_is_in_both_parts_and_every_kind_is_in_each() -> None:
+    families = {part: {row["family"] for row in rows(part)} for part in PARTS}
+    assert not families["dev"] & families["test"]
+    for part in PARTS:
+        assert {row["kind"] for row in rows(part)} == {
+            "reworded_context", "chatter", "irrelevant_history", "value_changed", "changed_quantity",
+            "changed_account", "swapped_choice", "option_order", "other_intent", "different_context"}
+        for row in rows(part):
+            assert row["same_answer"] is (row["kind"] in SAME_ANSWER_KINDS)
+            assert row["kind"] in SAME_ANSWER_KINDS | MUST_NOT_KINDS
+
+
+def _messages_body(messages: list[dict[str, str]]) -> dict[str, Any]:
+    turns = [{"role": m["role"], "content": [{"type": "text", "text": m["content"]}] if i % 2 else m["content"]}
+             for i, m in enumerate(messages) if m["role"] != "system"]
+    system = next(m["content"] for m in messages if m["role"] == "system")
+    return {"model": "eval", "max_tokens": 100, "system": system, "messages": turns}
+
+
+def _responses_body(messages: list[dict[str, str]]) -> dict[str, Any]:
+    kind = {"user": "input_text", "assistant": "output_text"}
+    items = [{"type": "message", "role": m["role"], "content": [{"type": kind[m["role"]], "text": m["content"]}]}
+             for m in messages if m["role"] != "system"]
+    system = next(m["content"] for m in messages if m["role"] == "system")
+    return {"model": "eval", "instructions": system, "input": items}
+
+
+@pytest.mark.parametrize("part", PARTS)
+def test_each_pair_in_its_api_shape_gives_the_prompt_and_context_eval_compares(part: str) -> None:
+    pairs = {pair.id: pair for pair in load_pairs(ROOT / "datasets" / f"conv2-{part}.jsonl")}
+    dialects = {"messages": (MessagesDialect(), _messages_body), "responses": (ResponsesDialect(), _responses_body)}
+    for row in rows(part):
+        if row["api"] not in dialects:
+            continue  # chat: eval's own key is the chat dialect's
+        dialect, body = dialects[row["api"]]
+        for side in ("a", "b"):
+            request = dialect.canonical(dialect.parse(json.dumps(body(row[side])).encode()), {})
+            key = key_for("eval", request)
+            expected = request_key(getattr(pairs[row["id"]], side), ContextMatch.SEMANTIC)
+            assert (key.prompt, key.context_text) == (expected.prompt, expected.context_text), row["id"]
+
