@@ -35,7 +35,8 @@ _ITEM = r"(?:[^,.:;!?\n]|\.(?=\d))+"  # a version's dot ("Python 3.12") does not
 _INLINE = re.compile(rf"({_ITEM}(?:,\s*{_ITEM})+,?\s+(?:or|and)\s+{_ITEM})")
 _SPLIT_INLINE = re.compile(r",\s*(?:or\s+|and\s+)?|\s+or\s+|\s+and\s+")
 # Words that never make two contexts ask about different things when they are all that differs.
-_FORM = frozenset(stem(w) for w in FREE_WORDS | FUNCTION_WORDS) - {"not", "no", "never", "without", "nor", "neither"}
+_FORM = (frozenset(stem(w) for w in FREE_WORDS | FUNCTION_WORDS | {"ok", "okay", "alright"})
+         - {"not", "no", "never", "without", "nor", "neither"})
 
 
 @dataclass(frozen=True)

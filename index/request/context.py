@@ -32,7 +32,7 @@ hi hello hey hiya greetings morning afternoon evening sorry apologies apologise 
 trouble inconvenience thanks thank appreciate appreciated cheers grateful patience hope hoping doing going
 weather lovely wonderful weekend week busy stressed silly glad happy pleased worries worry reaching reach
 out message long anyway meantime way real person human virtual assistant bot welcome there again kind
-bit question fine
+bit question fine ok okay alright cool perfect awesome great
 """
 CHATTER_WORDS = frozenset(_CHATTER_TEXT.split())
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")

@@ -133,7 +133,7 @@ def test_a_conversation_costs_one_embedding_call_and_reuses_it_on_store(tmp_path
     other = build_key("ns", conversation("my plan is the family plan", "how much is it"))
     missed = cache.lookup(other)
     assert missed.verdict is Verdict.MISS and missed.decision is not None
-    assert missed.decision.vetoed_by == "alignment@context"
+    assert missed.decision.vetoed_by == "context:content"  # the context rule names the difference
     cache.store_answer(other, answer("y"), missed.vector)
     assert embedder.calls == calls + 2
 
