@@ -279,7 +279,7 @@ def test_negated_prompt_above_the_threshold_is_a_miss_and_goes_upstream(
     ask(deployment, api_key, "Is the API rate limited?")
     answer, verdict, headers = ask(deployment, api_key, "Is the API not rate limited?")
     assert float(headers["x-deja-similarity"]) >= 0.9  # above any threshold we would ship
-    # At the defaults the judge reads the negation (threshold mode's polarity veto: tests/unit/service).
-    assert (verdict, headers["x-deja-reason"]) == ("miss", "judge_below_bar")
+    # At the defaults (guarded) the polarity rule vetoes the negation before any learned score is read.
+    assert (verdict, headers["x-deja-reason"], headers["x-deja-veto"]) == ("miss", "vetoed", "polarity")
     assert answer == "answer 2 to: Is the API not rate limited?"
     assert len(stub.state.chat_calls()) == 2

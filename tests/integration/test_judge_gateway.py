@@ -1,4 +1,5 @@
-"""The default decision, the judge, through a real gateway: real uvicorn, real MiniLM, the shipped judge.
+"""Judge mode (DEJA_DECISION=judge, not the default) through a real gateway: real uvicorn, real MiniLM, the
+shipped judge.
 
 A negated or value-changed prompt is not served while a paraphrase is, and every decision logs the judge's
 version and probability.
@@ -6,6 +7,7 @@ version and probability.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import time
@@ -17,6 +19,7 @@ import httpx
 import pytest
 
 from index.judge.model import load_judge
+from index.match.policy import DecisionMode
 from support.services import GatewayProcess
 from support.stub_upstream import StubUpstream
 from tests.integration.conftest import base_env
@@ -28,7 +31,7 @@ CACHED = "How do I cancel my subscription?"
 @pytest.fixture(scope="module")
 def gateway(stub: StubUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayProcess, Path]]:
     data_dir = tmp_path_factory.mktemp("judge")
-    env = base_env(stub, data_dir) | {"DEJA_DECISION": "judge"}  # the default, stated so the test says it
+    env = base_env(stub, data_dir) | {"DEJA_DECISION": "judge"}  # judge mode (not the default: guarded)
     gw = GatewayProcess(env, data_dir / "gateway.log").start()
     yield gw, data_dir
     gw.stop()
@@ -103,7 +106,8 @@ def test_a_synonym_rewording_the_judge_alone_misses_is_served_by_the_pair_model(
     cached, asked = "What are the symptoms of dehydration?", "What are the signs of dehydration?"
     settings = Settings()
     a, b = make_embedder(settings.embedder).embed([asked, cached])
-    alone = decide(asked, [Candidate(1, cached, float(a @ b))], settings.policy(), Deciders(judge=load_judge()))
+    judged = dataclasses.replace(settings.policy(), decision=DecisionMode.JUDGE)
+    alone = decide(asked, [Candidate(1, cached, float(a @ b))], judged, Deciders(judge=load_judge()))
     assert alone.reason is Reason.BELOW_BAR  # the control: the judge's P alone does not serve it
     gw, data_dir = gateway
     chat(gw.url, "sk-synonym", cached)

@@ -84,7 +84,7 @@ def test_admin_labels_a_vetoed_near_miss_and_a_semantic_hit_in_the_browser(gatew
         assert (prompt.text, candidate.text) == ("Is the API not rate limited?", "Is the API rate limited?")
         assert prompt.location["y"] == candidate.location["y"]  # side by side, the request on the left
         assert prompt.location["x"] + prompt.size["width"] <= candidate.location["x"]
-        assert driver.find_element(By.ID, "vetoed").text == "not served: judge below bar"  # why, at the defaults
+        assert driver.find_element(By.ID, "vetoed").text == "vetoed by polarity"  # why, at the defaults
 
         driver.find_element(By.TAG_NAME, "body").send_keys("d")
         wait.until(progress_is("1 labelled · 1 pending"))

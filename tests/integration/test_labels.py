@@ -69,7 +69,7 @@ def test_feedback_for_an_unknown_or_foreign_request_is_a_404(gateway: GatewayPro
 def test_near_miss_gets_a_shadow_label_and_a_hit_gets_an_audit(gateway: GatewayProcess, tmp_path: Path) -> None:
     chat(gateway.url, "sk-s", "Is the API rate limited?")
     near = chat(gateway.url, "sk-s", "Is the API not rate limited?")
-    assert near.headers["x-deja-cache"] == "miss" and near.headers["x-deja-reason"] == "judge_below_bar"
+    assert near.headers["x-deja-cache"] == "miss" and near.headers["x-deja-reason"] == "vetoed"
     near_id = near.headers["x-deja-request-id"]
     assert wait_for(lambda: [r for r in labels(tmp_path / "deja.db") if r[:2] == (near_id, "shadow")])
     chat(gateway.url, "sk-s", "How do I install Docker on Ubuntu?")
