@@ -21,10 +21,7 @@ def _settings_class() -> Any:
 
 
 def _default(field: Any) -> str:
-    if field.default_factory is not None:
-        value = field.default_factory()
-    else:
-        value = field.default
+    value = field.default_factory() if field.default_factory is not None else field.default
     if value is None:
         return "unset"
     if hasattr(value, "value"):  # an Enum
