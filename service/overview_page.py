@@ -72,7 +72,7 @@ def _traffic_table(overview: Overview) -> str:
         f"<tr><td>{_e(r.api)}</td><td>{r.requests}</td><td>{_pct(r.rate(Verdict.EXACT_HIT))}</td>"
         f"<td>{_pct(r.rate(Verdict.SEMANTIC_HIT))}</td><td>{_pct(r.rate(Verdict.COALESCED))}</td></tr>"
         for r in overview.traffic)
-    savings = "".join(f"<tr><td>{_e(s.model)}</td><td>{s.tokens:,.0f}</td><td>${s.cost_usd:,.4f}</td></tr>"
+    savings = "".join(f"<tr><td>{_e(s.model)}</td><td>{s.tokens:,.0f}</td><td>${s.cost_usd:,.6f}</td></tr>"
                       for s in overview.savings)
     return ('<table id="traffic"><tr><th>API</th><th>requests</th><th>exact hits</th><th>semantic hits</th>'
             f'<th>coalesced</th></tr>{rows}</table>'
