@@ -17,6 +17,7 @@ from service.deps import GatewayDep, MetricsDep, require_admin, require_metrics
 from service.dialects import CHAT, MESSAGES, RESPONSES, error_dialect
 from service.gateway import Gateway
 from service.label_page import label_router
+from service.overview_page import overview_router
 from service.runtime import Parts, Runtime
 from service.settings import Settings
 
@@ -46,6 +47,7 @@ def create_app(settings: Settings, parts: Parts | None = None) -> FastAPI:
     app.include_router(feedback_router)
     app.include_router(admin_router)
     app.include_router(label_router)
+    app.include_router(overview_router)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:

@@ -22,10 +22,13 @@ log = logging.getLogger("deja.migrations")
 def upgrade() -> None:
     bind = op.get_bind()
     reason = install(bind)
+    # The default deployment (SQLite, in-process HNSW) has no use for pgvector: nothing to report at start-up.
     if reason is not None and bind.dialect.name != "postgresql":
-        log.info("pgvector semantic tier not installed: %s", reason)
+        log.debug("pgvector table skipped: %s", reason)
     elif reason is not None:
-        log.warning("pgvector semantic tier not installed (DEJA_VECTOR_INDEX=pgvector unavailable): %s", reason)
+        # Neutral on purpose: only DEJA_VECTOR_INDEX=pgvector needs it, and `deja serve` refuses that by itself.
+        log.info("pgvector is not available on this database (%s); the semantic tier uses the in-process index",
+                 reason)
 
 
 def downgrade() -> None:
