@@ -160,7 +160,8 @@ def ours(datasets: Path, seed: int) -> list[Source]:
 
 def conversations(datasets: Path, seed: int) -> list[Source]:
     """Our conversation pairs (multi-turn requests), each file with its split."""
-    return [Source("conversations", Origin.CONVERSATIONS, part, pairs=load_pairs(path))
+    return [Source(f"conversations ({path.name.rsplit('-', 1)[0]})", Origin.CONVERSATIONS, part,
+                   pairs=load_pairs(path))
             for part in ("dev", "test") for path in sorted(datasets.glob(f"conv*-{part}.jsonl"))]
 
 
