@@ -16,7 +16,8 @@ from index.embedding.embedder import Embedder, combine
 from index.embedding.memo import DEFAULT_CONTEXT_MEMO_SIZE, ContextMemo
 from index.errors import Overloaded, StoreUnavailable
 from index.judge.features import EntryHistory
-from index.match.decide import Deciders, decide
+from index.match.decide import Deciders
+from index.match.matcher import Matcher
 from index.match.outcome import Candidate, Lookup
 from index.match.policy import DEFAULT_CANDIDATES, DEFAULT_LOG_FLOOR, MatchPolicy
 from index.records import CachedResponse, CacheEntry, Neighbor, QueryVectors, StoredEntry, Verdict
@@ -55,21 +56,26 @@ class Cache:
         config: CacheConfig,
         deciders: Deciders | None = None,
         clock: Callable[[], float] = time.time,
+        matcher: Matcher | None = None,
     ) -> None:
-        """`deciders` holds the rule stages, the judge (required when the policy's decision is `judge`) and
-        exploration; see `index.match.decide`."""
+        """`matcher` is the decision with its live state (`index.match.matcher`); without one, a matcher of
+        `config.policy` and `deciders` (the rule stages, the judge, required when the policy reads one, and
+        exploration; see `index.match.decide`)."""
         self.exact = exact
         self.store = store
         self.index = index
         self.embedder = embedder
         self.config = config
-        self.deciders = deciders or Deciders()
+        self.matcher = matcher or Matcher(config.policy, deciders)
         self.context_memo = ContextMemo(config.context_memo_size)
         self.clock = clock
-        if config.policy.reads_judge and self.deciders.judge is None:
-            raise ValueError("a judge-mode policy needs a judge (index.judge.model.load_judge)")
         # Per-entry label tallies read by the judge; replaced wholesale by the runtime's upkeep tick.
         self.histories: dict[int, EntryHistory] = {}
+
+    @property
+    def deciders(self) -> Deciders:
+        """The deciders in force (read-only: `Matcher.swap_judge` changes the judge)."""
+        return self.matcher.deciders
 
     def warm(self, batch: int = 5000) -> int:
         """Add to the index every stored vector it lacks (start-up rebuild and replica catch-up), in bulk."""
@@ -110,7 +116,7 @@ class Cache:
         if key.mode is not LookupMode.FULL or not self.config.shard.owns(key.namespace) or self._empty(key, degraded):
             return Lookup(Verdict.MISS, timings_ms=timings, degraded=tuple(degraded))
         try:
-            return self._semantic(key, policy or self.config.policy, timings, degraded)
+            return self._semantic(key, policy or self.matcher.policy_for(key.namespace), timings, degraded)
         except StoreUnavailable as exc:  # a shared index (pgvector) that failed: a counted miss
             log.warning("semantic index unavailable: %s", exc)
             return Lookup(Verdict.MISS, timings_ms=timings, degraded=(*degraded, "index"))
@@ -176,8 +182,8 @@ class Cache:
         t2 = time.perf_counter()
         timings.update(embed=(t1 - t0) * 1000, search=(t2 - t1) * 1000)
         entries = self._candidates(neighbors, policy, vectors, degraded)
-        decision = decide(key.prompt, [c for c, _ in entries], policy, self.deciders, key.context_text,
-                          self.histories)
+        decision = self.matcher.decide(key.prompt, [c for c, _ in entries], key.namespace, key.context_text,
+                                       self.histories, policy)
         timings["verify"] = (time.perf_counter() - t2) * 1000
         if decision.chosen is None:
             top = neighbors[0].similarity if neighbors else None

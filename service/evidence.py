@@ -1,33 +1,15 @@
-"""The gateway's hooks into the live budget: a remembered wrong difference turns a would-be hit into a miss
-(`index.match.differences`), and the audit sampler (`index.match.audit_sampler`) decides which served hits are
-audited."""
+"""The gateway's hooks into the live budget: the audit sampler (`index.match.audit_sampler`) decides which served
+hits are audited, and a label teaches its difference (`index.match.differences`; the matcher reads them)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from index.match.audit_sampler import HitFacts
-from index.match.outcome import Lookup, Reason
+from index.match.outcome import Lookup
 from index.match.policy import MatchPolicy
 from index.records import Verdict
 from index.storage.decision_log import DecisionRecord
 from service.label_judge import LabelCase
 from service.runtime import Runtime
-
-DIFFERENCE_STAGE = "difference"
-
-
-def difference_veto(rt: Runtime, namespace: str, prompt: str, lookup: Lookup) -> Lookup:
-    """`lookup`, or for a semantic hit whose two prompts differ by a remembered wrong difference, a miss vetoed by
-    `difference` (it goes upstream; its candidate is shadow-labelled like any near-miss)."""
-    decision = lookup.decision
-    if lookup.verdict is not Verdict.SEMANTIC_HIT or decision is None or lookup.candidate_prompt is None:
-        return lookup
-    if rt.differences.veto(namespace, prompt, lookup.candidate_prompt) is None:
-        return lookup
-    rt.metrics.differences.inc()
-    return dataclasses.replace(lookup, verdict=Verdict.MISS, response=None, decision=dataclasses.replace(
-        decision, reason=Reason.VETOED, vetoed_by=DIFFERENCE_STAGE))
 
 
 def hit_facts(rt: Runtime, namespace: str, lookup: Lookup, policy: MatchPolicy) -> HitFacts:

@@ -23,6 +23,7 @@ from starlette.concurrency import run_in_threadpool
 
 from index import jsonio
 from index.match.audit_sampler import AuditReason
+from index.match.matcher import DIFFERENCE
 from index.match.outcome import Lookup, Reason
 from index.match.policy import MatchPolicy
 from index.records import CachedResponse, QueryVectors, Verdict
@@ -33,7 +34,7 @@ from service.credentials import NO_CREDENTIAL, namespace_of
 from service.dialects import Dialect, speaks_anthropic
 from service.dialects.base import UpstreamName
 from service.errors import BadRequest, NotFound, PayloadTooLarge, TooManyRequests, UpstreamError, UpstreamTimeout
-from service.evidence import difference_veto, hit_facts, label_case
+from service.evidence import hit_facts, label_case
 from service.fairness import BUSY_REASON, LARGE_BODY_BYTES
 from service.labeler import Labeler
 from service.requests import CacheDirectives, parse_cache_control
@@ -132,7 +133,6 @@ class Gateway:
                     lookup = inline
                 else:
                     lookup = await run_in_threadpool(self.cache.lookup, exchange.key, policy)
-            lookup = difference_veto(self.rt, exchange.key.namespace, exchange.key.prompt, lookup)
             self._observe_lookup(exchange, lookup, policy.min_similarity)
             served = self._servable(exchange, lookup.response)
             if lookup.response is not None and served is not None:
@@ -221,6 +221,8 @@ class Gateway:
             return
         if decision.vetoed_by is not None:
             metrics.vetoes.labels(decision.vetoed_by).inc()
+        if decision.vetoed_by == DIFFERENCE:
+            metrics.differences.inc()
         if decision.pair_read:
             metrics.pair_reads.inc(decision.pair_read)
         if not decision.hit:

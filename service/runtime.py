@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import random
 import threading
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -28,13 +27,12 @@ from index.judge.model import JudgeModelError, load_judge
 from index.judge.pair_model import PairModelError, PairStage, load_pair_stage
 from index.maintenance import Maintainer
 from index.match.audit_sampler import AuditSampler
-from index.match.bar import raised
 from index.match.bar_book import BarBook
 from index.match.decide import Deciders
 from index.match.differences import Differences
 from index.match.explore import Exploration
 from index.match.judged import PairJudge, PairReader
-from index.match.policy import MatchPolicy
+from index.match.matcher import Matcher, NamespacePolicies
 from index.search.hnsw import SemanticIndex
 from index.search.pgvector import PgVectorIndex, PgVectorParams
 from index.search.pgvector import check as check_pgvector
@@ -110,38 +108,6 @@ def build_exact(settings: Settings) -> ExactCache:
     return RedisExactCache(settings.redis_url) if settings.redis_url else LruExactCache(settings.exact_max_items)
 
 
-@dataclass
-class Thresholds:
-    """Per-namespace thresholds applied with `eval sweep --traffic --apply`; "*" is the deployment default."""
-
-    policy: MatchPolicy
-    by_namespace: dict[str, tuple[float, int]] = field(default_factory=dict)
-    # The live budget's bar levels (`index.match.bar_book`); None = every namespace at the prior.
-    bars: BarBook | None = None
-
-    @property
-    def default(self) -> float:
-        return self.policy.min_similarity
-
-    def prior_for(self, namespace: str) -> MatchPolicy:
-        """The namespace's policy before the live budget moves its bar. A stored threshold is a cosine threshold:
-        it applies in threshold mode only (in judge mode the judge's bar decides, and its candidate floor is never
-        a swept threshold)."""
-        chosen = self.by_namespace.get(namespace) or self.by_namespace.get("*")
-        return self.policy.at(chosen[0]) if chosen and not self.policy.judged else self.policy
-
-    def policy_for(self, namespace: str) -> MatchPolicy:
-        """The prior with the namespace's bar level: the judge's bar, or the cosine threshold, moved."""
-        policy = self.prior_for(namespace)
-        level = 0 if self.bars is None else self.bars.level(namespace)
-        if level == 0:
-            return policy
-        if policy.judged:
-            return policy.at_level(level)
-        moved = policy.at(raised(policy.min_similarity, level))
-        return moved.at_level(level) if policy.guarded else moved
-
-
 class Runtime:
     """Built once in the app's lifespan; `close()` releases it."""
 
@@ -176,18 +142,18 @@ class Runtime:
         self.prior_pair = pair
         deciders = Deciders(self.stages, None, judge, Exploration(settings.explore_rate),
                             parts.draw, pair=pair)
+        self.bars = BarBook(settings.max_false_hit_rate, self.clock)
+        self.differences = Differences()
+        matcher = Matcher(self.policy, deciders, self.differences, level=self.bars.level)
         self.cache = Cache(parts.exact or build_exact(settings), self.store,
-                           build_index(settings, self.engine, self.embedder), self.embedder, config, deciders,
-                           clock=self.clock)
+                           build_index(settings, self.engine, self.embedder), self.embedder, config,
+                           clock=self.clock, matcher=matcher)
         self._indexed = 0
         self.maintainer = Maintainer(self.cache, settings.max_entries, clock=self.clock,
                                      recount_seconds=settings.recount_interval_seconds)
         self.decisions = DecisionLog(self.engine)
         retention = Retention(settings.decision_log_days, settings.label_days, settings.tombstone_days)
         self.forgetting = Forgetting(self.engine, self.maintainer, retention, self.clock)
-        self.bars = BarBook(settings.max_false_hit_rate, self.clock)
-        self.thresholds = Thresholds(self.policy, bars=self.bars)
-        self.differences = Differences()
         self.audit_sampler = AuditSampler(settings.audit_rate, settings.audit_calls_per_hour, self.clock,
                                           calls_per_audit=1 if settings.label_model is None else 2)
         self.budget = BudgetKeeper(self.engine, self.bars, self.metrics, self.differences, self.prior_bar)
@@ -207,6 +173,11 @@ class Runtime:
         self.audit_slots = asyncio.Semaphore(settings.audit_concurrency)
         self.heavy = NamespaceGate(settings.heavy_requests_per_namespace or default_share(available_cores()))
         self.background: set[asyncio.Task[None]] = set()
+
+    @property
+    def thresholds(self) -> NamespacePolicies:
+        """Each namespace's policy (stored thresholds, live bar levels): the matcher's."""
+        return self.cache.matcher.namespaces
 
     def prior_bar(self, namespace: str) -> float:
         """The namespace's bar before the live budget moves it: the judge's cut, or the cosine threshold."""
@@ -265,7 +236,7 @@ class Runtime:
         except PairModelError as exc:
             log.error("pair model not loaded, the judge decides alone: %s", exc)
             self.prior_pair = None
-            self.cache.deciders = dataclasses.replace(self.cache.deciders, pair=None)
+            self.cache.matcher.swap_judge(self.cache.deciders.judge, None)
 
     def save_snapshot(self) -> None:
         """Save the index beside its SQL watermark (periodically in `tick`, and at shutdown)."""
@@ -334,7 +305,7 @@ class Runtime:
                 log.error("judge %s not put in force, keeping the one in force: %s", version, exc)
                 return
             pair = self.prior_pair if version is None else None
-            self.cache.deciders = dataclasses.replace(self.cache.deciders, judge=judge, pair=pair)
+            self.cache.matcher.swap_judge(judge, pair)
             self.judge_in_force = version
             log.info("judge in force: %s", judge.version)
 

@@ -5,7 +5,6 @@ that keeps a later near-twin from being served."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -92,7 +91,7 @@ async def test_a_label_model_labels_audits_and_a_wrong_hit_raises_the_bar_and_te
         await gw.chat("how do i archive my notes")
         assert (await gw.chat("how do i archive my notes on ios")).headers["x-deja-veto"] == "judge_below_bar"
 
-        gw.runtime.cache.deciders = dataclasses.replace(gw.runtime.cache.deciders, judge=FixedJudge(0.99))
+        gw.runtime.cache.matcher.swap_judge(FixedJudge(0.99), gw.runtime.cache.deciders.pair)
         gw.runtime.audit_sampler.rate = 0.0  # no more audits: the next label would teach another difference
         await gw.chat("how do i rename a channel")
         vetoed = await gw.chat("how do i rename a thread")
@@ -106,7 +105,7 @@ async def test_a_label_model_labels_audits_and_a_wrong_hit_raises_the_bar_and_te
 @pytest.mark.asyncio
 async def test_a_label_reply_that_is_not_a_verdict_gives_no_label(tmp_path: Path) -> None:
     async with inprocess_gateway(tmp_path, decision="judge", audit_rate=1.0, label_model="judge-llm") as gw:
-        gw.runtime.cache.deciders = dataclasses.replace(gw.runtime.cache.deciders, judge=FixedJudge(0.99))
+        gw.runtime.cache.matcher.swap_judge(FixedJudge(0.99), gw.runtime.cache.deciders.pair)
         gw.upstream.labels.reply = "I think they are the same."
         await gw.chat("how do i pin a message")
         await gw.chat("how do i unpin a message")
