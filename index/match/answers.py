@@ -51,11 +51,12 @@ def compare_answers(fresh: str, cached: str, embedder: Embedder, min_similarity:
     Otherwise the reference is what the upstream's answers to one question show (`second_fresh` against `fresh`,
     and the namespace's `baseline`; the lower of the two): within `VARIATION_MARGIN` of it is same, below it is
     different, and with no reference there is no label (wording must not be taught as meaning)."""
-    if _normalise(fresh) == _normalise(cached):
-        return Agreement(True, 1.0, "same text")
-    similarity = _similarity(embedder, fresh, cached)
+    # The second fresh answer is measured even when the cached one matches: it feeds the namespace's baseline.
     fresh_similarity = None if second_fresh is None else (
         1.0 if _normalise(fresh) == _normalise(second_fresh) else _similarity(embedder, fresh, second_fresh))
+    if _normalise(fresh) == _normalise(cached):
+        return Agreement(True, 1.0, "same text", fresh_similarity)
+    similarity = _similarity(embedder, fresh, cached)
     detail = f"answer similarity {similarity:.3f}"
     if fresh_similarity is not None:
         detail += f", fresh vs fresh {fresh_similarity:.3f}"
