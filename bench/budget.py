@@ -4,7 +4,12 @@ mode, audits at DEJA_AUDIT_RATE) whose stub upstream answers per intent, once wi
 the trace: correct and wrong ÷ served; at the end: what `GET /deja/budget` reports beside the true wrong ÷ served,
 and the label and audit calls per 1,000 requests.
 
-    .venv/bin/python -m bench.budget [--stream datasets/trace2.jsonl] [--limit N]
+    .venv/bin/python -m bench.budget [--stream datasets/trace2.jsonl] [--limit N] [--answer-variation]
+        [--labeller-error RATE]
+
+`--answer-variation`: the stub words one answer differently each call (a different closing sentence, the same
+content), as a sampled model does; `--labeller-error RATE`: the label judge errs at RATE and the gateway is told so
+(`DEJA_LABEL_MODEL_ERROR_RATE`).
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ LABEL_MODEL = "label-judge"
 
 
 def replay(url: str, requests: Sequence[StreamRequest]) -> list[tuple[str, bool]]:
-    """(verdict, correct answer) per request, in order."""
+    """(verdict, correct answer) per request, in order: correct when it has the intent's content (whatever its
+    closing sentence)."""
     out = []
     with httpx.Client(base_url=url, timeout=60, headers={"Authorization": "Bearer sk-bench"}) as client:
         for request in requests:
@@ -36,7 +42,7 @@ def replay(url: str, requests: Sequence[StreamRequest]) -> list[tuple[str, bool]
             response = client.post("/v1/chat/completions", json=body)
             response.raise_for_status()
             text = response.json()["choices"][0]["message"]["content"]
-            out.append((response.headers["x-deja-cache"], text == intent_answer(request.intent)))
+            out.append((response.headers["x-deja-cache"], text.startswith(intent_answer(request.intent))))
     return out
 
 
@@ -68,14 +74,17 @@ def metric(text: str, prefix: str) -> float:
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(prefix))
 
 
-def run(requests: Sequence[StreamRequest], label_model: str | None, tmp: Path) -> dict[str, Any]:
+def run(requests: Sequence[StreamRequest], label_model: str | None, tmp: Path, vary: bool = False,
+        labeller_error: float = 0.0) -> dict[str, Any]:
     data_dir = tmp / (label_model or "answer-comparison")
     data_dir.mkdir()
-    with StubUpstream(answers={r.prompt: r.intent for r in requests}) as stub:
+    with StubUpstream(answers={r.prompt: r.intent for r in requests}, vary=vary) as stub:
+        stub.state.labels.error_rate = labeller_error
         env = {"DEJA_UPSTREAM_URL": stub.url, "DEJA_DATA_DIR": str(data_dir), "DEJA_ADMIN_TOKEN": "admin-secret",
                "DEJA_LOG_LEVEL": "warning"}
         if label_model:
             env["DEJA_LABEL_MODEL"] = label_model
+            env["DEJA_LABEL_MODEL_ERROR_RATE"] = str(labeller_error)
         gateway = GatewayProcess(env, data_dir / "gateway.log").start()
         try:
             started = time.monotonic()
@@ -94,6 +103,7 @@ def run(requests: Sequence[StreamRequest], label_model: str | None, tmp: Path) -
     return {
         "label_model": label_model, "seconds": round(time.monotonic() - started, 1),
         "first_half": part(results[:half]), "second_half": part(results[half:]), "whole": whole,
+        "last_quarter_semantic": part(results[len(results) - len(results) // 4:])["semantic"],
         "budget": rows, "true_semantic_wrong_over_served": true_rate,
         "true_below_upper": None if true_rate is None or not rows else true_rate <= rows[0]["upper"],
         "bar_changes": len(evidence["bar_changes"]), "differences": evidence["differences"][:10],
@@ -107,16 +117,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stream", type=Path, default=REPO / "datasets" / "trace2.jsonl")
     parser.add_argument("--limit", type=int, default=None, help="replay only the first N requests")
+    parser.add_argument("--answer-variation", action="store_true", help="answers vary between calls")
+    parser.add_argument("--labeller-error", type=float, default=0.0, help="the label judge's error rate")
     args = parser.parse_args()
     requests = load_stream(args.stream)[: args.limit]
     with tempfile.TemporaryDirectory(prefix="deja-budget-") as tmp:
-        runs = [run(requests, model, Path(tmp)) for model in (LABEL_MODEL, None)]
+        runs = [run(requests, model, Path(tmp), args.answer_variation, args.labeller_error)
+                for model in (LABEL_MODEL, None)]
     print(json.dumps({"stream": args.stream.name, "requests": len(requests), "runs": runs}, indent=2))
     print("side by side (label model / answer comparison):")
     for key in ("first_half", "second_half"):
         a, b = runs[0][key], runs[1][key]
         print(f"  {key}: correct {a['correct']} / {b['correct']}, wrong ÷ served {a['wrong_over_served']} / "
               f"{b['wrong_over_served']}")
+    print(f"  last quarter's semantic hits: {runs[0]['last_quarter_semantic']} / {runs[1]['last_quarter_semantic']}")
+    for r in runs:
+        shown = [(row["audited"], row["wrong"], round(row["upper"], 3), row.get("audits_to_trust"))
+                 for row in r["budget"]]
+        print(f"  {r['label_model'] or 'answer comparison'}: /deja/budget (audited, wrong, upper, audits to trust) "
+              f"{shown}, true semantic wrong rate {r['true_semantic_wrong_over_served']}, "
+              f"bar changes {r['bar_changes']}")
 
 
 if __name__ == "__main__":

@@ -424,6 +424,13 @@ def replay(
         "then the judge is refitted and serves the rest. Throughout, the bar follows the audits and remembered "
         "differences veto their recurrences, as on a gateway. The budget is the first --budget.",
         metavar="FRACTION")] = None,
+    answer_variation: Annotated[bool, typer.Option(
+        "--answer-variation", help="--learn: the stub upstream words one answer differently each call (the same "
+        "content, a different closing sentence), as a sampled model does.")] = False,
+    labeller_error: Annotated[float | None, typer.Option(
+        "--labeller-error", help="--learn: labels come from an LLM label judge wrong this share of the time (and "
+        "configured with it, DEJA_LABEL_MODEL_ERROR_RATE); default: no label model, answers are compared.",
+        metavar="RATE")] = None,
     stages: StagesOption = None,
     as_json: JsonOption = False,
     embedder: EmbedderOption = EmbedderName.MINILM_ONNX,
@@ -438,7 +445,10 @@ def replay(
     if learn is not None:
         _check_fraction(learn, "--learn")
         first = _budgets(budget, settings.policy())[0]
-        _print_learn(name, requests, make_embedder(embedder), _learn_config(learn, first, seed), as_json)
+        if labeller_error is not None and not 0.0 <= labeller_error < 0.5:
+            raise typer.BadParameter(f"must be in [0, 0.5), got {labeller_error}", param_hint="--labeller-error")
+        learning = _learn_config(learn, first, seed, answer_variation, labeller_error)
+        _print_learn(name, requests, make_embedder(embedder), learning, as_json)
         return
     if decision is ReplayDecision.VCACHE:
         deltas = _budgets(budget, settings.policy())
@@ -477,13 +487,16 @@ def _budgets(spec: str | None, policy: MatchPolicy) -> tuple[float, ...]:
     return values
 
 
-def _learn_config(fraction: float, budget: float, seed: int) -> LearnConfig:
+def _learn_config(fraction: float, budget: float, seed: int, answer_variation: bool = False,
+                  labeller_error: float | None = None) -> LearnConfig:
     from eval.learn import LearnConfig
     from index.match.explore import Exploration
 
     settings = _settings()
     return LearnConfig(fraction, budget, Exploration(settings.explore_rate), settings.audit_rate,
-                       settings.decision_log_floor, seed=seed, audit_calls_per_hour=settings.audit_calls_per_hour)
+                       settings.decision_log_floor, seed=seed, audit_calls_per_hour=settings.audit_calls_per_hour,
+                       answer_variation=answer_variation, labeller_error=labeller_error,
+                       answer_same_similarity=settings.answer_same_similarity)
 
 
 def _print_learn(name: str, requests: Sequence[StreamRequest], model: Embedder, config: LearnConfig,
@@ -500,9 +513,11 @@ def _print_learn(name: str, requests: Sequence[StreamRequest], model: Embedder, 
     with _progress("embedding", len(unique_texts(r.prompt for r in requests))) as advance:
         memo = MemoEmbedder(model, embed_unique(model, (r.prompt for r in requests), progress=advance))
     report = run_learn(name, requests, memo, prior, config)
+    variation = "answers that vary" if report.answer_variation else "the same answer every call"
     summary = (f"{name}: {len(requests)} requests · learn from the first {config.fraction:.0%} · budget "
                f"{config.max_false_hit_rate:g} · {report.refit} ({_label_counts(report.labels)}, "
-               f"{report.labels_same} same)")
+               f"{report.labels_same} same) · labels by {report.labeller}, {variation} · last quarter: "
+               f"{report.last_quarter_semantic} semantic hits")
     _print_report(report, as_json, summary, learn_table(report))
 
 

@@ -167,14 +167,15 @@ def vcache_table(rows: Sequence[VCacheRow]) -> TableData:
 
 def _shown(budget: BudgetShown | None) -> tuple[str, ...]:
     if budget is None:
-        return ("–",) * 5
+        return ("–",) * 6
+    trust = "out of reach" if budget.audits_to_trust is None else str(budget.audits_to_trust)
     return (pct(budget.estimate), pct(budget.upper), str(budget.bar_level), str(budget.label_calls),
-            str(budget.audit_calls))
+            str(budget.audit_calls), trust)
 
 
 def learn_table(report: LearnReport) -> TableData:
     headers = ("part", "requests", "served", "correct", "wrong\n÷ served", "explored", "judge", "shown:\nestimate",
-               "shown:\n95% upper", "bar\nlevel", "label\ncalls", "audit\ncalls")
+               "shown:\n95% upper", "bar\nlevel", "label\ncalls", "audit\ncalls", "audits\nto trust")
     cells = tuple((label, str(part.requests), pct(part.served), pct(part.correct), pct(part.wrong_over_served),
                    pct(part.explored), part.judge_version, *_shown(part.budget))
                   for label, part in (("before the refit", report.before), ("after the refit", report.learned)))

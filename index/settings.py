@@ -143,6 +143,15 @@ class Settings(BaseSettings):
     label_model: str | None = Field(
         None, description="Model of the chat upstream that labels audits, shadows and explorations (an LLM judge "
         "of the two prompts and answers); empty = compare the answers' embeddings")
+    label_model_error_rate: float = Field(
+        0.05, ge=0.0, lt=0.5, description="How often the label model's label is wrong, as measured on labelled "
+        "pairs: each of its labels weighs 1 - 2 x this in the remembered differences, and the live budget's rates "
+        "are corrected for it when the bar moves")
+    difference_min_labels: float = Field(
+        3.0, gt=0, description="Net weight of wrong labels (wrong minus right, each decayed) at which a remembered "
+        "difference between two prompts keeps such candidates from being served")
+    difference_half_life_days: float = Field(
+        7.0, gt=0, description="Days in which a remembered difference's evidence loses half its weight")
     audit_concurrency: int = Field(4, ge=1, description="Background audits in flight at most")
     shadow_labels: bool = Field(True, description="Label near-misses by comparing the fresh answer")
     explore_rate: float = Field(

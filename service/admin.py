@@ -56,7 +56,7 @@ async def feedback(
         raise NotFound(f"No semantic decision with request_id {body.request_id!r}.")
     label = Label(body.request_id, LabelSource.FEEDBACK, body.correct, rt.clock(), body.detail)
     await run_in_threadpool(decisions.label, label)
-    teach(rt, decision, body.correct)
+    await run_in_threadpool(teach, rt, decision, body.correct)
     return {"request_id": body.request_id, "recorded": True}
 
 
@@ -76,7 +76,8 @@ async def budget(rt: RuntimeDep) -> BudgetReport:
 @admin_router.get("/budget/evidence")
 async def budget_evidence(rt: RuntimeDep) -> Evidence:
     """The latest moves of the namespaces' bars with their evidence, and the remembered differences with the
-    number of later decisions each changed."""
+    counts behind each (wrong and right label weights, decayed; whether it vetoes) and the decisions it changed."""
+    await run_in_threadpool(rt.differences.sync)
     return rt.budget.evidence()
 
 

@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 
 from index.match.bar import raised
 from index.match.bar_book import BarBook, BarChange
-from index.match.budget import BudgetTally
+from index.match.budget import BudgetTally, audits_to_trust
 from index.match.differences import Differences
 from index.storage.budget import budget_tallies
 from service.metrics import Metrics
@@ -27,6 +27,9 @@ class NamespaceBudget(BaseModel):
     estimate: float | None  # wrong / audited; None until a served hit was audited
     upper: float  # one-sided 95% Clopper-Pearson upper bound on wrong / served
     bar: float | None  # judge probability bar (None: nothing can be served) or cosine threshold
+    # Further audits, all right, before the upper bound (corrected for the label model's error rate) certifies the
+    # budget: 0 = certified now; None = not within a million audits.
+    audits_to_trust: int | None
 
 
 class BarMove(BaseModel):
@@ -44,8 +47,12 @@ class DifferenceView(BaseModel):
     namespace: str
     a: str
     b: str
-    same: bool  # the labelled answer: True for a right near-miss, False for a wrong hit
-    changed: int  # later decisions this difference changed
+    same: bool  # what the evidence says: False while wrong labels outweigh right ones
+    wrong: float  # weight of wrong labels (a wrong served hit), decayed to now
+    right: float  # weight of right labels (a right near-miss), decayed to now
+    labels: int  # labels counted, undecayed
+    vetoes: bool  # wrong - right reaches DEJA_DIFFERENCE_MIN_LABELS: such candidates are not served
+    changed: int  # later decisions this difference changed on this replica
 
 
 class BudgetReport(BaseModel):
@@ -56,7 +63,8 @@ class BudgetReport(BaseModel):
 
 
 class Evidence(BaseModel):
-    """`GET /deja/budget/evidence`: the latest bar moves and the remembered differences."""
+    """`GET /deja/budget/evidence`: the latest bar moves and the remembered differences with the counts behind
+    each."""
 
     bar_changes: list[BarMove]
     differences: list[DifferenceView]
@@ -82,6 +90,7 @@ class BudgetKeeper:
     def refresh(self) -> list[BarChange]:
         """In a worker thread: read the tallies, move the bars, set the gauges."""
         with self._lock:
+            self.differences.sync()
             tallies = budget_tallies(self.engine)
             changes = self.bars.update(tallies)
             self.tallies = tallies
@@ -107,13 +116,17 @@ class BudgetKeeper:
 
     def report(self) -> BudgetReport:
         rows = [NamespaceBudget(namespace=t.namespace, api=t.api, served=t.served, audited=t.audited, wrong=t.wrong,
-                                estimate=t.estimate, upper=t.upper, bar=self.bar(t.namespace))
+                                estimate=t.estimate, upper=t.upper, bar=self.bar(t.namespace),
+                                audits_to_trust=audits_to_trust(t.wrong, t.audited, self.bars.budget,
+                                                                self.bars.error_rate))
                 for t in self.tallies]
         return BudgetReport(budget=self.bars.budget, namespaces=rows)
 
     def evidence(self) -> Evidence:
         moves = [BarMove(namespace=c.namespace, old_level=c.old_level, new_level=c.new_level, served=c.served,
                          audited=c.audited, wrong=c.wrong, upper=c.upper, at=c.at) for c in self.bars.history]
-        diffs = [DifferenceView(namespace=d.namespace, a=d.a, b=d.b, same=d.same, changed=d.changed)
+        diffs = [DifferenceView(namespace=d.namespace, a=d.a, b=d.b, same=d.same, wrong=round(d.wrong, 4),
+                                right=round(d.right, 4), labels=d.labels,
+                                vetoes=d.net_wrong >= self.differences.min_net_wrong, changed=d.changed)
                  for d in self.differences.remembered()]
         return Evidence(bar_changes=moves, differences=diffs)

@@ -25,7 +25,8 @@ def label_case(namespace: str, prompt: str, lookup: Lookup) -> LabelCase:
 
 
 def teach(rt: Runtime, decision: DecisionRecord, correct: bool) -> None:
-    """A feedback or human label: a wrong served hit or a right near-miss teaches its difference."""
+    """A feedback or human label (in a worker thread: it writes to SQL): a wrong served hit or a right near-miss is
+    one full-weight label of its difference."""
     served = decision.verdict == Verdict.SEMANTIC_HIT.value
     if decision.candidate_prompt is not None and correct != served:
         rt.differences.remember(decision.namespace, decision.prompt, decision.candidate_prompt, correct)

@@ -163,7 +163,7 @@ async def label(body: HumanLabel, decisions: DecisionLogDep, rt: RuntimeDep) -> 
     """Record a human label; labelling the same decision again keeps the latest."""
     decision = await run_in_threadpool(_record, decisions,
                                        Label(body.request_id, LabelSource.HUMAN, body.same, rt.clock()))
-    teach(rt, decision, body.same)
+    await run_in_threadpool(teach, rt, decision, body.same)
     return Recorded(request_id=body.request_id, same=body.same, recorded=True)
 
 

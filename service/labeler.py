@@ -1,8 +1,9 @@
 """Background labelers: shadow labels on near-misses (and on explored would-be hits) and sampled audits of
 semantic hits. Neither delays a response: both run as background tasks, audits with bounded concurrency
-(skipped, not queued, when full). A label compares the two answers' embeddings, or, with `DEJA_LABEL_MODEL`, is
-the LLM label judge's verdict (`service.label_judge`); a wrong hit or a right near-miss teaches its difference
-(`index.match.differences`)."""
+(skipped, not queued, when full). A label compares the two answers against how much the upstream's own answers
+vary (`index.match.answers`: an audit re-asks twice, and the namespace keeps a baseline of fresh-vs-fresh similarity),
+or, with `DEJA_LABEL_MODEL`, is the LLM label judge's verdict (`service.label_judge`), weighted by its error rate; a
+wrong hit or a right near-miss is one label of its difference (`index.match.differences`)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from service.errors import UpstreamError
 from service.label_judge import LabelCase
 from service.labels import compare_answers
 from service.runtime import Runtime
+from service.upstream import Upstream
 
 log = logging.getLogger("deja.labels")
 
@@ -28,27 +30,35 @@ class Labeler:
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
 
-    def _compare(self, source: LabelSource, fresh: str, cached: str) -> tuple[bool, str] | None:
-        """Compare two answers' texts, in a worker thread (it embeds the two answers)."""
+    def _compare(self, source: LabelSource, namespace: str, fresh: str, cached: str,
+                 second: str | None) -> tuple[bool, str, float] | None:
+        """Compare two answers' texts, in a worker thread (it embeds the answers); None: no label."""
         try:
             agreement = compare_answers(fresh, cached, self.rt.background_embedder,
-                                        self.rt.settings.answer_same_similarity)
+                                        self.rt.settings.answer_same_similarity, second,
+                                        self.rt.answer_baselines.baseline(namespace))
         except Overloaded as exc:  # the background lane is full: this label is skipped, requests come first
             log.info("%s label skipped: %s", source.value, exc)
             return None
-        return agreement.same, agreement.detail
+        if agreement.fresh_similarity is not None:
+            self.rt.answer_baselines.add(namespace, agreement.fresh_similarity)
+        if agreement.same is None:
+            self.rt.metrics.label_calls.labels("no_label").inc()
+            log.info("%s not labelled: %s", source.value, agreement.detail)
+            return None
+        return agreement.same, agreement.detail, 1.0
 
-    def _store(self, request_id: str, source: LabelSource, case: LabelCase, same: bool, detail: str) -> None:
+    def _store(self, request_id: str, source: LabelSource, case: LabelCase, same: bool, detail: str,
+               weight: float) -> None:
         try:
             self.rt.decisions.label(Label(request_id, source, same, self.rt.clock(), detail))
+            if same != case.served:  # a wrong hit, or a right near-miss: one label of what differed
+                self.rt.differences.remember(case.namespace, case.question, case.cached_question, same, weight)
         except StoreUnavailable as exc:
             log.warning("%s label lost: %s", source.value, exc)
-            return
-        if same != case.served:  # a wrong hit, or a right near-miss: what differed is evidence for the namespace
-            self.rt.differences.remember(case.namespace, case.question, case.cached_question, same)
 
     async def _label(self, request_id: str, source: LabelSource, case: LabelCase, fresh: str, cached: str,
-                     headers: dict[str, str]) -> None:
+                     headers: dict[str, str], second: str | None = None) -> None:
         judge = self.rt.label_judge
         if judge is not None and source is not LabelSource.AUDIT and not self.rt.audit_sampler.spend(1):
             # Over the hour's allowance: this shadow or exploration is labelled by answer comparison instead.
@@ -58,9 +68,10 @@ class Labeler:
             same = await judge.same(case, cached, fresh, headers)
             if same is None:
                 return
-            result: tuple[bool, str] | None = (same, f"label model {judge.model}")
+            weight = 1.0 - 2.0 * self.rt.settings.label_model_error_rate
+            result: tuple[bool, str, float] | None = (same, f"label model {judge.model}", weight)
         else:
-            result = await run_in_threadpool(self._compare, source, fresh, cached)
+            result = await run_in_threadpool(self._compare, source, case.namespace, fresh, cached, second)
         if result is not None:
             await run_in_threadpool(self._store, request_id, source, case, *result)
 
@@ -88,22 +99,32 @@ class Labeler:
             async with self.rt.audit_slots:
                 upstream = self.rt.upstream_for(dialect.upstream)
                 content_out = json.dumps(dialect.audit_body(body)).encode()
-                try:
-                    response = await upstream.send("POST", dialect.path, headers, content_out)
-                    content = await upstream.read(response)
-                except UpstreamError as exc:
-                    self.rt.metrics.audits.labels("upstream_error").inc()
-                    log.info("audit of %s failed: %s", request_id, exc)
-                    return
-                try:
-                    fresh = json.loads(content) if response.status_code == 200 else None
-                except ValueError:
-                    fresh = None
-                if not isinstance(fresh, dict):
+                fresh = await self._ask(upstream, dialect, headers, content_out, request_id)
+                if fresh is None:
                     self.rt.metrics.audits.labels("upstream_error").inc()
                     return
+                # Without a label model, a second fresh answer shows how much the upstream's answers vary.
+                second = None
+                if self.rt.label_judge is None:
+                    again = await self._ask(upstream, dialect, headers, content_out, request_id)
+                    second = None if again is None else dialect.answer_text(again)
                 await self._label(request_id, LabelSource.AUDIT, case, dialect.answer_text(fresh),
-                                  dialect.answer_text(served), headers)
+                                  dialect.answer_text(served), headers, second)
                 self.rt.metrics.audits.labels("done").inc()
 
         self.rt.spawn(run())
+
+    async def _ask(self, upstream: Upstream, dialect: Dialect, headers: dict[str, str], content: bytes,
+                   request_id: str) -> dict[str, Any] | None:
+        """One fresh answer to an audited request, or None."""
+        try:
+            response = await upstream.send("POST", dialect.path, headers, content)
+            raw = await upstream.read(response)
+        except UpstreamError as exc:
+            log.info("audit of %s failed: %s", request_id, exc)
+            return None
+        try:
+            fresh = json.loads(raw) if response.status_code == 200 else None
+        except ValueError:
+            return None
+        return fresh if isinstance(fresh, dict) else None

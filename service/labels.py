@@ -1,13 +1,13 @@
 """Free labels: compare a fresh upstream answer with the cached one (shadow on near-misses, sampled audits
-on hits). Text comparison first; then the similarity of the two answers' embeddings."""
+on hits). The comparison, aware of how much the upstream's answers vary, is `index.match.answers`."""
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from typing import Any
 
-from index.embedding.embedder import Embedder
+from index.match.answers import Agreement, compare_answers
+
+__all__ = ["Agreement", "answer_text", "compare_answers"]
 
 
 def answer_text(completion: dict[str, Any] | None) -> str:
@@ -22,23 +22,3 @@ def answer_text(completion: dict[str, Any] | None) -> str:
             function = call.get("function") or {}
             parts.append(f"{function.get('name')}({function.get('arguments')})")
     return "\n".join(parts)
-
-
-def _normalise(text: str) -> str:
-    return re.sub(r"\s+", " ", re.sub(r"[^\w\s]", "", text.lower())).strip()
-
-
-@dataclass(frozen=True)
-class Agreement:
-    same: bool
-    similarity: float
-    detail: str
-
-
-def compare_answers(fresh: str, cached: str, embedder: Embedder, min_similarity: float) -> Agreement:
-    """Would the cached answer have been right? Same normalised text, or embeddings at least `min_similarity`."""
-    if _normalise(fresh) == _normalise(cached):
-        return Agreement(True, 1.0, "same text")
-    vectors = embedder.embed([fresh[:2000], cached[:2000]])
-    similarity = float(vectors[0] @ vectors[1])
-    return Agreement(similarity >= min_similarity, similarity, f"answer similarity {similarity:.3f}")

@@ -26,6 +26,7 @@ from index.guards.registry import build_stages
 from index.judge.model import JudgeModelError, load_judge
 from index.judge.pair_model import PairModelError, PairStage, load_pair_stage
 from index.maintenance import Maintainer
+from index.match.answers import AnswerBaselines
 from index.match.audit_sampler import AuditSampler
 from index.match.bar_book import BarBook
 from index.match.decide import Deciders
@@ -40,6 +41,7 @@ from index.search.sharding import Shard
 from index.search.snapshot import SnapshotDir
 from index.search.vector_index import VectorIndex, VectorIndexKind
 from index.storage.decision_log import DecisionLog, DecisionRecord
+from index.storage.differences import SqlDifferenceLog
 from index.storage.entries import EntryStore, display_url, make_engine
 from index.storage.exact import ExactCache, LruExactCache, RedisExactCache
 from index.storage.judge_models import JudgeStore
@@ -142,8 +144,11 @@ class Runtime:
         self.prior_pair = pair
         deciders = Deciders(self.stages, None, judge, Exploration(settings.explore_rate),
                             parts.draw, pair=pair)
-        self.bars = BarBook(settings.max_false_hit_rate, self.clock)
-        self.differences = Differences()
+        # Audits labelled by answer comparison are exact about the two answers; a label model errs at its rate.
+        self.label_error_rate = 0.0 if settings.label_model is None else settings.label_model_error_rate
+        self.bars = BarBook(settings.max_false_hit_rate, self.clock, error_rate=self.label_error_rate)
+        self.differences = Differences(SqlDifferenceLog(self.engine), self.clock,
+                                       settings.difference_half_life_days * 86400.0, settings.difference_min_labels)
         matcher = Matcher(self.policy, deciders, self.differences, level=self.bars.level)
         self.cache = Cache(parts.exact or build_exact(settings), self.store,
                            build_index(settings, self.engine, self.embedder), self.embedder, config,
@@ -154,8 +159,11 @@ class Runtime:
         self.decisions = DecisionLog(self.engine)
         retention = Retention(settings.decision_log_days, settings.label_days, settings.tombstone_days)
         self.forgetting = Forgetting(self.engine, self.maintainer, retention, self.clock)
+        self.answer_baselines = AnswerBaselines()
+        # An audit re-asks the upstream twice (the second fresh answer measures its variation), or once and then
+        # asks the label model.
         self.audit_sampler = AuditSampler(settings.audit_rate, settings.audit_calls_per_hour, self.clock,
-                                          calls_per_audit=1 if settings.label_model is None else 2)
+                                          calls_per_audit=2)
         self.budget = BudgetKeeper(self.engine, self.bars, self.metrics, self.differences, self.prior_bar)
         self.upstream = build_upstream(settings, settings.upstream_url, parts.transport)
         self.anthropic_upstream = build_upstream(settings, settings.anthropic_upstream_url, parts.transport)

@@ -1,10 +1,12 @@
 """The label-judge protocol as the test upstreams speak it (`service.label_judge`): a chat completion whose system
 message is Deja's label prompt is answered {"same": ...} by a rule the test controls (by default: the two
-questions have the same intent in `answers`, or are the same text), or by a fixed reply (`reply`)."""
+questions have the same intent in `answers`, or are the same text), or by a fixed reply (`reply`). With `error_rate`
+set it errs as a real label model does: each verdict is flipped with that probability (seeded, so reproducible)."""
 
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +31,8 @@ class LabelStub:
     rule: LabelRule | None = None
     reply: str | None = None
     calls: list[dict[str, Any]] = field(default_factory=list)
+    error_rate: float = 0.0
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
 
     def same(self, question: str, cached_question: str, cached_answer: str, fresh: str | None,
              answers: Mapping[str, str]) -> bool:
@@ -45,4 +49,6 @@ class LabelStub:
             return self.reply
         same = self.same(case["question"], case["cached_question"], case["cached_answer"], case.get("fresh_answer"),
                          self.answers if answers is None else answers)
+        if self.error_rate and self.rng.random() < self.error_rate:
+            same = not same
         return json.dumps({"same": same})

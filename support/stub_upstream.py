@@ -1,11 +1,11 @@
 """A real upstream on loopback for tests, speaking Chat Completions, Anthropic Messages and OpenAI Responses
 (shapes in `support.stub_dialects`): counts calls, streams, fails on demand, and can answer per intent
-(`answers`: prompt -> intent) after an artificial delay."""
+(`answers`: prompt -> intent) after an artificial delay, the same text every call or (`vary`) the same content with
+a different closing sentence each call, as a sampled model answers (`eval.answers`)."""
 
 from __future__ import annotations
 
 import json
-import random
 import threading
 import time
 from collections import deque
@@ -14,17 +14,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from eval.answers import intent_answer, sampled_answer
 from support.label_stub import LabelStub, is_label_call
 from support.stub_dialects import CUT_AFTER, ChatApi, MessagesApi, ResponsesApi, StubApi
-
-# Words for intent answers: common, unrelated, so two intents' answers share little meaning.
-ANSWER_WORDS = (
-    "river", "copper", "lantern", "orbit", "meadow", "cipher", "harbor", "velvet", "granite", "falcon", "quartz",
-    "tundra", "saffron", "glacier", "ember", "compass", "willow", "anchor", "prism", "thunder", "canyon", "maple",
-    "beacon", "cobalt", "dune", "fjord", "garnet", "hazel", "iris", "jasper", "kelp", "lagoon", "marble",
-    "nectar", "opal", "pepper", "quill", "reef", "sierra", "timber", "umber", "violet", "walnut", "yarrow",
-    "zephyr", "basalt", "cedar", "delta", "fern", "geyser",
-)
 
 
 @dataclass
@@ -35,6 +27,8 @@ class StubState:
     # When set, every answer ends with the credentials the request carried (`[credential: ...]`), so a test
     # can tell whose answer a response is.
     tag_credentials: bool = False
+    # When set, an intent's answer ends with a different closing sentence on each call (the content stays).
+    vary: bool = False
     calls: list[dict[str, Any]] = field(default_factory=list)
     # "500", "429", "hang", "cut" (stream dropped mid-way), "no-done" (stream ends cleanly without its last
     # event: [DONE], message_stop, response.completed), "truncate" (a 200 whose JSON body is cut short, framing
@@ -54,12 +48,6 @@ class StubState:
     def calls_to(self, path: str) -> list[dict[str, Any]]:
         with self.lock:
             return [c for c in self.calls if c["path"] == path]
-
-
-def intent_answer(intent: str, words: int = 16) -> str:
-    """The same text for every prompt of `intent`, clearly different text for any other intent."""
-    rng = random.Random(intent)  # seeded by the string: the same words in every process
-    return " ".join(rng.choice(ANSWER_WORDS) for _ in range(words)).capitalize() + "."
 
 
 def credential_tag(headers: Mapping[str, str]) -> str:
@@ -197,7 +185,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, last: str, n: int) -> str:
         intent = self.state.answers.get(last)
-        text = f"answer {n} to: {last}" if intent is None else intent_answer(intent)
+        if intent is None:
+            text = f"answer {n} to: {last}"
+        else:
+            text = sampled_answer(intent_answer(intent), n) if self.state.vary else intent_answer(intent)
         return f"{text} {credential_tag(self.headers)}" if self.state.tag_credentials else text
 
     def _stream(self, events: list[bytes], failure: str | None) -> None:
@@ -234,11 +225,12 @@ class StubUpstream:
     """Start with `with StubUpstream() as stub:`; `stub.url` is the base URL to give Deja.
 
     `answers` maps prompts (the last message) to intents answered with `intent_answer`; other prompts get
-    `answer_for`. `delay` seconds pass before every chat completion is answered.
+    `answer_for`. `delay` seconds pass before every chat completion is answered. `vary`: intent answers change their
+    closing sentence on every call.
     """
 
-    def __init__(self, answers: Mapping[str, str] | None = None, delay: float = 0.0) -> None:
-        self.state = StubState(answers=dict(answers or {}), delay=delay)
+    def __init__(self, answers: Mapping[str, str] | None = None, delay: float = 0.0, vary: bool = False) -> None:
+        self.state = StubState(answers=dict(answers or {}), delay=delay, vary=vary)
         handler = type("Handler", (_Handler,), {"state": self.state})
         self._server = _Server(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
@@ -260,3 +252,6 @@ class StubUpstream:
             self.state.chunk_delay = 0.0
             self.state.streams_finished = 0
             self.state.labels = LabelStub()
+
+
+__all__ = ["StubState", "StubUpstream", "credential_tag", "intent_answer"]

@@ -1,7 +1,12 @@
 """Per-namespace bar levels from the evidence (`index.match.bar`). `BarBook.update` moves a namespace's level from its
-budget tally: up when a new wrong audit arrives while the upper bound is above the budget; down when at least
-`lower_after` new audits since the last move leave the upper bound below the budget. A namespace without audits
-stays at the prior. Every move is logged with its evidence.
+budget tally, reading the audits since its last move (the evidence at the bar now in force), each rate corrected for
+the labeller's error rate (`index.match.budget.corrected`):
+- up when a new wrong audit arrives, at least `MIN_WRONG_TO_RAISE` wrong labels beyond those the labeller's errors
+  explain were seen since the last move, and their rate is above the budget: one label is an anecdote;
+- down when at least `lower_after` audits since the last move certify the budget (the upper bound at or below it:
+  the bar can open recall), or, for a raised bar, when their rate is at most half the budget (the raise did not
+  hold up).
+A namespace without audits stays at the prior. Every move is logged with its evidence.
 """
 
 from __future__ import annotations
@@ -12,11 +17,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from index.match.bar import MAX_LEVEL, MIN_LEVEL
-from index.match.budget import BudgetTally, merge
+from index.match.budget import BudgetTally, corrected, merge, upper_bound
 
 log = logging.getLogger("deja.bar")
 
 LOWER_AFTER = 50
+MIN_WRONG_TO_RAISE = 2.0
 
 
 @dataclass(frozen=True)
@@ -45,14 +51,17 @@ class _State:
     level: int = 0
     wrong_seen: int = 0
     audited_at_move: int = 0
+    wrong_at_move: int = 0
 
 
 class BarBook:
     """Per-namespace bar levels; thread-safe. `history` keeps the latest moves (newest last)."""
 
     def __init__(self, budget: float, clock: Callable[[], float], lower_after: int = LOWER_AFTER,
-                 keep: int = 200) -> None:
+                 keep: int = 200, error_rate: float = 0.0) -> None:
+        """`error_rate`: how often the labeller of audits calls a label wrongly (0 for exact answer comparison)."""
         self.budget = budget
+        self.error_rate = error_rate
         self.clock = clock
         self.lower_after = lower_after
         self.keep = keep
@@ -85,16 +94,19 @@ class BarBook:
 
     def _update(self, tally: BudgetTally) -> BarChange | None:
         state = self._states.setdefault(tally.namespace, _State())
-        upper = tally.upper
+        e = self.error_rate
+        audited, wrong = tally.audited - state.audited_at_move, tally.wrong - state.wrong_at_move
+        rate = corrected(wrong / audited, e) if audited else 0.0
         new = state.level
-        if tally.wrong > state.wrong_seen and upper > self.budget:
+        if tally.wrong > state.wrong_seen and wrong - e * audited >= MIN_WRONG_TO_RAISE and rate > self.budget:
             new = min(MAX_LEVEL, state.level + 1)
-        elif upper < self.budget and tally.audited - state.audited_at_move >= self.lower_after:
+        elif audited >= self.lower_after and (corrected(upper_bound(wrong, audited), e) <= self.budget
+                                              or (state.level > 0 and rate <= self.budget / 2)):
             new = max(MIN_LEVEL, state.level - 1)
         state.wrong_seen = max(state.wrong_seen, tally.wrong)
         if new == state.level:
             return None
-        change = BarChange(tally.namespace, state.level, new, tally.served, tally.audited, tally.wrong, upper,
+        change = BarChange(tally.namespace, state.level, new, tally.served, tally.audited, tally.wrong, tally.upper,
                            self.budget, self.clock())
-        state.level, state.audited_at_move = new, tally.audited
+        state.level, state.audited_at_move, state.wrong_at_move = new, tally.audited, tally.wrong
         return change

@@ -25,6 +25,35 @@ def upper_bound(wrong: int, audited: int, confidence: float = CONFIDENCE) -> flo
     return float(betaincinv(wrong + 1, audited - wrong, confidence))  # = scipy.stats.beta.ppf
 
 
+def corrected(rate: float, error_rate: float) -> float:
+    """A wrong rate measured by a labeller that flips each label with probability `error_rate`, solved for the
+    true rate: observed = e + true x (1 - 2e), clipped to [0, 1]."""
+    if error_rate <= 0:
+        return rate
+    return min(1.0, max(0.0, (rate - error_rate) / (1.0 - 2.0 * error_rate)))
+
+
+# `audits_to_trust` stops counting here: a budget this far away is "not within reach".
+MAX_AUDITS_TO_TRUST = 1_000_000
+
+
+def audits_to_trust(wrong: int, audited: int, budget: float, error_rate: float = 0.0) -> int | None:
+    """The fewest further audits, all labelled right, after which the upper bound (corrected for the labeller's
+    error rate) is at most `budget`: 0 when it already is, None when not within `MAX_AUDITS_TO_TRUST`."""
+    def trusted(more: int) -> bool:
+        return corrected(upper_bound(wrong, audited + more), error_rate) <= budget
+
+    if trusted(0):
+        return 0
+    if not trusted(MAX_AUDITS_TO_TRUST):
+        return None
+    lo, hi = 0, MAX_AUDITS_TO_TRUST  # trusted(hi), not trusted(lo): the bound falls as audits grow
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if trusted(mid) else (mid, hi)
+    return hi
+
+
 @dataclass(frozen=True)
 class BudgetTally:
     """One (namespace, API)'s evidence. `estimate` is None until a served hit was audited."""

@@ -1,23 +1,36 @@
 """A label generalises to its difference: when a served hit is labelled wrong (or a near-miss right), what differed
-between the two prompts (the aligned word spans, e.g. "pin" <-> "unpin") is kept per namespace. A later candidate
-whose prompts differ by a remembered wrong difference (among others or alone) is not served, whatever its entry.
-Right differences are kept as evidence and shown, never used to serve (the safe side).
+between the two prompts (the aligned word spans, e.g. "pin" <-> "unpin") is evidence for the namespace. Evidence,
+not anecdote: each label counts with its labeller's weight (1 - 2 x its error rate), right labels count against
+wrong ones, every count halves each `half_life` seconds, and a difference vetoes a later candidate only while its
+net wrong weight is at least `min_net_wrong`. It never vetoes two prompts of the same content
+(`index.guards.form.same_content`): a plain rewording stays served.
 
-Kept in memory per replica, fed by the labeler; `changed` counts the later decisions each difference changed.
+The labels live in a `DifferenceLog` (SQL on a gateway, `index.storage.differences`, so every replica reads the same
+evidence; in memory in `eval`); `sync` re-reads them. `changed` counts the decisions each difference changed here.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
 
+from index.guards.form import same_content
 from index.guards.text import differing_spans, words
 
 # A difference is remembered only when it is small: at most this many aligned spans of at most this many words.
 MAX_SPANS = 2
 MAX_SPAN_WORDS = 3
-# Differences remembered per namespace at most (the oldest go first).
+# Differences kept per namespace at most (the least recently labelled go first).
 MAX_PER_NAMESPACE = 500
+# Net wrong weight (wrong minus right, decayed) at which a difference vetoes, and the default half-life (7 days).
+MIN_NET_WRONG = 3.0
+HALF_LIFE_SECONDS = 7 * 24 * 3600.0
+# Labels older than this many half-lives weigh under 0.1%: `sync` no longer reads them.
+HORIZON_HALF_LIVES = 10
 
 Pair = tuple[str, str]
 
@@ -38,11 +51,62 @@ def difference(prompt: str, candidate: str) -> frozenset[Pair] | None:
     return frozenset(pairs)
 
 
-@dataclass
-class Difference:
+def pairs_key(pairs: frozenset[Pair]) -> str:
+    """The pairs as stored: a JSON list of sorted [left, right] pairs."""
+    return json.dumps(sorted(pairs), ensure_ascii=False)
+
+
+def pairs_from_key(key: str) -> frozenset[Pair]:
+    return frozenset((str(a), str(b)) for a, b in json.loads(key))
+
+
+@dataclass(frozen=True)
+class DifferenceLabel:
+    """One label of a difference: `same` True for a right near-miss, False for a wrong hit; `weight` in [0, 1]."""
+
     namespace: str
     pairs: frozenset[Pair]
     same: bool
+    weight: float
+    at: float
+
+
+class DifferenceLog(Protocol):
+    """Where difference labels are kept, shared by the replicas."""
+
+    def add(self, label: DifferenceLabel) -> None: ...
+
+    def since(self, after: float) -> list[DifferenceLabel]: ...
+
+    def prune(self, before: float) -> None: ...
+
+
+@dataclass
+class MemoryDifferenceLog:
+    """A `DifferenceLog` in memory (one process: `eval`, tests)."""
+
+    labels: list[DifferenceLabel] = field(default_factory=list)
+
+    def add(self, label: DifferenceLabel) -> None:
+        self.labels.append(label)
+
+    def since(self, after: float) -> list[DifferenceLabel]:
+        return [label for label in self.labels if label.at > after]
+
+    def prune(self, before: float) -> None:
+        self.labels = [label for label in self.labels if label.at >= before]
+
+
+@dataclass
+class Difference:
+    """A difference's evidence: weights of wrong and right labels, decayed to `at`; `labels` counts them."""
+
+    namespace: str
+    pairs: frozenset[Pair]
+    wrong: float = 0.0
+    right: float = 0.0
+    labels: int = 0
+    at: float = 0.0
     changed: int = 0
 
     @property
@@ -53,49 +117,109 @@ class Difference:
     def b(self) -> str:
         return " | ".join(p[1] for p in sorted(self.pairs))
 
+    @property
+    def net_wrong(self) -> float:
+        return self.wrong - self.right
+
+    @property
+    def same(self) -> bool:
+        """What the evidence says so far: True unless wrong labels outweigh right ones."""
+        return self.wrong <= self.right
+
+    def decayed(self, now: float, half_life: float) -> Difference:
+        factor = 0.5 ** (max(0.0, now - self.at) / half_life)
+        return Difference(self.namespace, self.pairs, self.wrong * factor, self.right * factor, self.labels, now,
+                          self.changed)
+
+    def fold(self, label: DifferenceLabel, half_life: float) -> None:
+        """Add one label, decaying the counts to its time first (labels arrive in time order, or nearly)."""
+        factor = 0.5 ** (max(0.0, label.at - self.at) / half_life)
+        self.wrong, self.right = self.wrong * factor, self.right * factor
+        if label.same:
+            self.right += label.weight
+        else:
+            self.wrong += label.weight
+        self.labels += 1
+        self.at = max(self.at, label.at)
+
+
+def present_pairs(prompt: str, candidate: str) -> set[Pair]:
+    a, b = words(prompt), words(candidate)
+    present = set()
+    for a_lo, a_hi, b_lo, b_hi in differing_spans(a, b):
+        left, right = " ".join(a[a_lo:a_hi]), " ".join(b[b_lo:b_hi])
+        present.add((left, right) if left <= right else (right, left))
+    return present
+
 
 class Differences:
-    """Per-namespace remembered differences; thread-safe."""
+    """Per-namespace evidence of differences, read from and written to `log`; thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, log: DifferenceLog | None = None, clock: Callable[[], float] | None = None,
+                 half_life: float = HALF_LIFE_SECONDS, min_net_wrong: float = MIN_NET_WRONG) -> None:
+        if not half_life > 0 or math.isinf(half_life):
+            raise ValueError(f"half_life must be a positive number of seconds, got {half_life}")
+        self.log: DifferenceLog = log if log is not None else MemoryDifferenceLog()
+        self.clock = clock or (lambda: 0.0)
+        self.half_life = half_life
+        self.min_net_wrong = min_net_wrong
         self._by_namespace: dict[str, dict[frozenset[Pair], Difference]] = {}
         self._lock = threading.Lock()
 
-    def remember(self, namespace: str, prompt: str, candidate: str, same: bool) -> Difference | None:
-        """Keep the difference a label taught (a later right label does not undo a wrong one)."""
+    def remember(self, namespace: str, prompt: str, candidate: str, same: bool,
+                 weight: float = 1.0) -> Difference | None:
+        """Record one label of the difference these prompts show (written to the log first: a label the log did
+        not take is not counted here either)."""
         pairs = difference(prompt, candidate)
-        if pairs is None:
+        if pairs is None or weight <= 0:
             return None
+        label = DifferenceLabel(namespace, pairs, same, min(1.0, weight), self.clock())
+        self.log.add(label)
         with self._lock:
-            known = self._by_namespace.setdefault(namespace, {})
-            found = known.get(pairs)
-            if found is not None and not found.same:  # a wrong difference stays wrong: the safe side
-                return found
-            known.pop(pairs, None)
-            item = Difference(namespace, pairs, same, found.changed if found else 0)
-            known[pairs] = item
-            while len(known) > MAX_PER_NAMESPACE:
-                known.pop(next(iter(known)))
-            return item
+            return self._fold(label)
+
+    def _fold(self, label: DifferenceLabel) -> Difference:
+        known = self._by_namespace.setdefault(label.namespace, {})
+        item = known.pop(label.pairs, None) or Difference(label.namespace, label.pairs, at=label.at)
+        item.fold(label, self.half_life)
+        known[label.pairs] = item  # most recently labelled last
+        while len(known) > MAX_PER_NAMESPACE:
+            known.pop(next(iter(known)))
+        return item
+
+    def sync(self) -> None:
+        """Re-read the evidence from the log (other replicas' labels included); drop labels past the horizon."""
+        horizon = self.clock() - HORIZON_HALF_LIVES * self.half_life
+        self.log.prune(horizon)
+        labels = sorted(self.log.since(horizon), key=lambda label: label.at)
+        with self._lock:
+            changed = {(ns, pairs): item.changed for ns, known in self._by_namespace.items()
+                       for pairs, item in known.items()}
+            self._by_namespace = {}
+            for label in labels:
+                self._fold(label)
+            for ns, known in self._by_namespace.items():
+                for pairs, item in known.items():
+                    item.changed = changed.get((ns, pairs), 0)
 
     def veto(self, namespace: str, prompt: str, candidate: str) -> Difference | None:
-        """The remembered wrong difference these prompts show, if any; counted as one changed decision."""
+        """The difference these prompts show whose net wrong weight, decayed to now, reaches `min_net_wrong`, if
+        any (counted as one changed decision). Two prompts of the same content are never vetoed."""
         known = self._by_namespace.get(namespace)
-        if not known:
+        if not known or same_content(prompt, candidate):
             return None
-        a, b = words(prompt), words(candidate)
-        spans = differing_spans(a, b)
-        present = set()
-        for a_lo, a_hi, b_lo, b_hi in spans:
-            left, right = " ".join(a[a_lo:a_hi]), " ".join(b[b_lo:b_hi])
-            present.add((left, right) if left <= right else (right, left))
+        present = present_pairs(prompt, candidate)
+        now = self.clock()
         with self._lock:
             for item in known.values():
-                if not item.same and item.pairs <= present:
+                if item.pairs <= present and item.decayed(now, self.half_life).net_wrong >= self.min_net_wrong:
                     item.changed += 1
                     return item
         return None
 
     def remembered(self) -> list[Difference]:
+        """Every difference with its counts decayed to now."""
+        now = self.clock()
         with self._lock:
-            return [item for known in self._by_namespace.values() for item in known.values()]
+            return [item.decayed(now, self.half_life) for known in self._by_namespace.values()
+                    for item in known.values()]

@@ -114,3 +114,17 @@ judge_models = Table(
     Column("applied_at", Float, nullable=True),
     Column("active", Boolean, nullable=False, default=False),
 )
+
+# Labels of remembered differences (`index.match.differences`): one row per label, weighted by the labeller's
+# accuracy; every replica sums them (decayed by age) into the same evidence.
+difference_labels = Table(
+    "deja_difference_labels",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("namespace", String(64), nullable=False),
+    Column("pairs", Text, nullable=False),
+    Column("same", Boolean, nullable=False),
+    Column("weight", Float, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Index("ix_deja_difference_labels_created_at", "created_at"),
+)

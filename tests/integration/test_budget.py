@@ -1,6 +1,6 @@
 """The live false-hit budget through a real gateway (uvicorn, MiniLM, the shipped judge: the default decision)
 with `DEJA_LABEL_MODEL` set: audits are labelled by a chat completion the loopback stub answers by a rule the test
-sets, `GET /deja/budget` counts them with their bound, and a wrong audit raises the namespace's bar."""
+sets, `GET /deja/budget` counts them with their bound, and agreeing wrong audits raise the namespace's bar."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from tests.integration.conftest import base_env
 
 pytestmark = pytest.mark.integration
 ADMIN = {"Authorization": "Bearer admin-secret"}
-CANCEL = ("How do I cancel my subscription?", "how do i cancel my subscription", "How do I cancel my subscription")
+CANCEL = ("How do I cancel my subscription?", "how do i cancel my subscription", "How do I cancel my subscription",
+          "How can I cancel my subscription?")
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +30,9 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Gatew
     with StubUpstream(answers={prompt: "cancel" for prompt in CANCEL}) as stub:
         # The judge is the default decision (base_env pins the cosine rule for the other suites); every hit is
         # audited so that the test knows which ones are.
+        # The stub's label model never errs, and is configured so.
         env = base_env(stub, data_dir) | {"DEJA_DECISION": "judge", "DEJA_LABEL_MODEL": "judge-llm",
-                                          "DEJA_AUDIT_RATE": "1.0"}
+                                          "DEJA_AUDIT_RATE": "1.0", "DEJA_LABEL_MODEL_ERROR_RATE": "0"}
         gw = GatewayProcess(env, data_dir / "gateway.log").start()
         yield gw, stub
         gw.stop()
@@ -50,7 +52,7 @@ def budget_row(url: str, audited: int) -> dict[str, Any] | None:
     return rows[0] if rows else None
 
 
-def test_audits_are_labelled_by_the_label_model_and_a_wrong_one_raises_the_bar(
+def test_audits_are_labelled_by_the_label_model_and_agreeing_wrong_ones_raise_the_bar(
         deployment: tuple[GatewayProcess, StubUpstream]) -> None:
     gw, stub = deployment
     key = "sk-budget"
@@ -71,16 +73,21 @@ def test_audits_are_labelled_by_the_label_model_and_a_wrong_one_raises_the_bar(
 
     stub.state.labels.rule = lambda *_: False  # the label model now says every cached answer is wrong
     assert chat(gw.url, key, CANCEL[2]).headers["x-deja-cache"] == "hit-semantic"
-    wrong = wait_for(lambda: budget_row(gw.url, audited=2))
-    assert wrong is not None and (wrong["served"], wrong["wrong"], wrong["estimate"]) == (2, 1, 0.5)
-    assert wrong["upper"] == pytest.approx(0.9747, abs=1e-4)  # one-sided 95% Clopper-Pearson, 1 of 2
-    assert wrong["bar"] == pytest.approx(1 - (1 - prior_bar) / 2)  # one step up
+    once = wait_for(lambda: budget_row(gw.url, audited=2))
+    assert once is not None and (once["served"], once["wrong"], once["estimate"]) == (2, 1, 0.5)
+    assert once["upper"] == pytest.approx(0.9747, abs=1e-4)  # one-sided 95% Clopper-Pearson, 1 of 2
+    assert once["bar"] == pytest.approx(prior_bar)  # one wrong label is an anecdote
+    assert chat(gw.url, key, CANCEL[3]).headers["x-deja-cache"] == "hit-semantic"
+    twice = wait_for(lambda: budget_row(gw.url, audited=3))
+    assert twice is not None and (twice["served"], twice["wrong"]) == (3, 2)
+    assert twice["bar"] == pytest.approx(1 - (1 - prior_bar) / 2)  # one step up
+    assert twice["audits_to_trust"] is not None and twice["audits_to_trust"] > 0
     evidence = httpx.get(gw.url + "/deja/budget/evidence", headers=ADMIN, timeout=10).json()
     assert [(c["old_level"], c["new_level"], c["audited"], c["wrong"]) for c in evidence["bar_changes"]] == [
-        (0, 1, 2, 1)]
+        (0, 1, 3, 2)]
     metrics = httpx.get(gw.url + "/metrics", timeout=10).text
-    assert 'deja_label_calls_total{outcome="labelled"} 2.0' in metrics
-    assert f'deja_budget_wrong{{api="chat",namespace="{wrong["namespace"]}"}} 1.0' in metrics
+    assert 'deja_label_calls_total{outcome="labelled"} 3.0' in metrics
+    assert f'deja_budget_wrong{{api="chat",namespace="{twice["namespace"]}"}} 2.0' in metrics
 
 
 def stub_answer(stub: StubUpstream, prompt: str) -> str:

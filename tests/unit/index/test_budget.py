@@ -10,11 +10,12 @@ import pytest
 from index.match.audit_sampler import AuditReason, AuditSampler, HitFacts
 from index.match.bar import raised
 from index.match.bar_book import BarBook
-from index.match.budget import BudgetTally, upper_bound
-from index.match.differences import Differences, difference
+from index.match.budget import BudgetTally, audits_to_trust, corrected, upper_bound
+from index.match.differences import HALF_LIFE_SECONDS, HORIZON_HALF_LIVES, Differences, difference
 from index.match.outcome import Reason
 from index.storage.budget import budget_tallies
 from index.storage.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
+from index.storage.differences import SqlDifferenceLog
 from index.storage.entries import EntryStore, make_engine
 
 
@@ -57,38 +58,98 @@ def test_a_raised_bar_stays_below_one_and_an_impossible_bar_stays_impossible() -
     assert raised(float("inf"), 2) == float("inf")
 
 
-def test_the_bar_rises_on_new_wrong_audits_and_comes_down_after_enough_clean_ones() -> None:
+def test_the_bar_rises_on_agreeing_wrong_audits_and_comes_down_after_enough_clean_ones() -> None:
     book = BarBook(0.02, clock=lambda: 5.0, lower_after=200)
     assert book.update([BudgetTally("ns", "chat", 100, 10, 0)]) == [] and book.level("ns") == 0  # cold: prior
-    up = book.update([BudgetTally("ns", "chat", 120, 12, 1)])
+    assert book.update([BudgetTally("ns", "chat", 120, 12, 1)]) == []  # one wrong label is an anecdote
+    up = book.update([BudgetTally("ns", "chat", 140, 14, 2)])
     assert [c.new_level for c in up] == [1] and book.level("ns") == 1
-    assert "1 wrong of 12 audited" in up[0].describe()
-    assert book.update([BudgetTally("ns", "chat", 130, 13, 1)]) == []  # no new evidence: no move
-    book.update([BudgetTally("ns", "chat", 140, 14, 2)])
+    assert "2 wrong of 14 audited" in up[0].describe()
+    assert book.update([BudgetTally("ns", "chat", 150, 15, 2)]) == []  # no new evidence: no move
+    book.update([BudgetTally("ns", "chat", 170, 17, 4)])  # two more wrong since the move
     assert book.level("ns") == 2
-    down = book.update([BudgetTally("ns", "chat", 2000, 514, 2)])  # upper bound ~1.2%: under budget
+    down = book.update([BudgetTally("ns", "chat", 2000, 517, 5)])  # 1 wrong of 500 since: the raise did not hold
     assert [c.new_level for c in down] == [1] and book.history[-1] == down[0]
     assert book.level("other") == 0
 
 
+def test_the_bar_opens_recall_below_the_prior_once_audits_certify_the_budget() -> None:
+    book = BarBook(0.02, clock=lambda: 5.0, lower_after=50)
+    assert book.update([BudgetTally("ns", "chat", 400, 148, 0)]) == []  # bound 2.004%: not yet
+    assert [c.new_level for c in book.update([BudgetTally("ns", "chat", 400, 149, 0)])] == [-1]
+
+
+def test_a_labellers_error_rate_keeps_its_mistakes_from_raising_the_bar() -> None:
+    noisy = BarBook(0.02, clock=lambda: 5.0, error_rate=0.1)
+    exact = BarBook(0.02, clock=lambda: 5.0)
+    tally = [BudgetTally("ns", "chat", 400, 40, 4)]  # 10% labelled wrong: what a 10%-wrong labeller says of 0%
+    assert noisy.update(tally) == [] and [c.new_level for c in exact.update(tally)] == [1]
+
+
 def test_apis_of_one_namespace_move_one_bar() -> None:
     book = BarBook(0.02, clock=lambda: 5.0)
-    book.update([BudgetTally("ns", "chat", 10, 2, 0), BudgetTally("ns", "messages", 10, 2, 1)])
+    book.update([BudgetTally("ns", "chat", 10, 2, 1), BudgetTally("ns", "messages", 10, 2, 1)])
     assert book.levels() == {"ns": 1}
 
 
-def test_a_wrong_difference_vetoes_the_same_difference_in_another_entry() -> None:
+@pytest.mark.parametrize(("wrong", "audited", "error_rate", "expected"), [
+    (0, 0, 0.0, 149), (0, 149, 0.0, 0), (1, 18, 0.0, 218), (3, 18, 0.0, 368), (12, 100, 0.1, 64),
+    (50_000, 50_000, 0.0, None),
+], ids=["cold", "certified", "one-wrong", "three-wrong", "noisy-labeller", "out-of-reach"])
+def test_audits_to_trust_is_the_fewest_clean_audits_that_certify_the_budget(
+        wrong: int, audited: int, error_rate: float, expected: int | None) -> None:
+    found = audits_to_trust(wrong, audited, 0.02, error_rate)
+    assert found == expected
+    if found:
+        assert corrected(upper_bound(wrong, audited + found), error_rate) <= 0.02
+        assert corrected(upper_bound(wrong, audited + found - 1), error_rate) > 0.02
+
+
+def test_a_difference_vetoes_only_after_enough_agreeing_wrong_labels() -> None:
     assert difference("how do i pin a message", "how do i unpin a message") == frozenset({("pin", "unpin")})
     assert difference("same words", "same words") is None
     memory = Differences()
-    memory.remember("ns", "how do i pin a message", "how do i unpin a message", same=False)
+    for _ in range(2):
+        memory.remember("ns", "how do i pin a message", "how do i unpin a message", same=False)
+    assert memory.veto("ns", "can i unpin a chat", "can i pin a chat") is None  # two labels: not yet
+    memory.remember("ns", "pin a note", "unpin a note", same=False)
     found = memory.veto("ns", "can i unpin a chat", "can i pin a chat")
     assert found is not None and found.changed == 1
     assert memory.veto("ns", "can i pin a chat", "can i pin a group chat") is None
     assert memory.veto("other-ns", "can i unpin a chat", "can i pin a chat") is None
-    memory.remember("ns", "pin a message", "unpin a message", same=True)  # does not undo the wrong label
-    assert memory.veto("ns", "unpin it", "pin it") is not None
-    assert [(d.a, d.b, d.same, d.changed) for d in memory.remembered()] == [("pin", "unpin", False, 2)]
+    memory.remember("ns", "pin a message", "unpin a message", same=True)  # a right label counts against it
+    assert memory.veto("ns", "unpin it", "pin it") is None
+    assert [(d.a, d.b, d.wrong, d.right, d.labels, d.same, d.changed) for d in memory.remembered()] == [
+        ("pin", "unpin", 3.0, 1.0, 4, False, 1)]
+
+
+def test_a_labels_weight_is_its_labellers_accuracy() -> None:
+    memory = Differences()
+    for _ in range(3):  # a label model wrong one time in ten: each label weighs 0.8
+        memory.remember("ns", "how do i pin a message", "how do i unpin a message", same=False, weight=0.8)
+    assert memory.veto("ns", "unpin it now", "pin it now") is None
+    memory.remember("ns", "how do i pin a message", "how do i unpin a message", same=False, weight=0.8)
+    assert memory.veto("ns", "unpin it now", "pin it now") is not None
+
+
+def test_old_evidence_decays_with_its_half_life() -> None:
+    now = [0.0]
+    memory = Differences(clock=lambda: now[0], half_life=100.0)
+    for _ in range(4):
+        memory.remember("ns", "how do i pin a message", "how do i unpin a message", same=False)
+    assert memory.veto("ns", "unpin it now", "pin it now") is not None
+    now[0] = 100.0  # one half-life: 4 -> 2, below 3
+    assert memory.veto("ns", "unpin it now", "pin it now") is None
+    assert memory.remembered()[0].wrong == pytest.approx(2.0)
+
+
+def test_a_difference_never_vetoes_two_prompts_of_the_same_content() -> None:
+    memory = Differences()
+    for topic in ("reset my router", "export a pdf", "clear the cache", "rotate a video"):
+        memory.remember("ns", f"how do i {topic}", f"how can i {topic}", same=False)
+    [item] = memory.remembered()
+    assert item.net_wrong == 4.0
+    assert memory.veto("ns", "how do i update my drivers", "how can i update my drivers") is None
 
 
 def test_a_right_difference_is_remembered_but_never_vetoes() -> None:
@@ -96,6 +157,22 @@ def test_a_right_difference_is_remembered_but_never_vetoes() -> None:
     memory.remember("ns", "how to reset my password", "how to reset my passcode", same=True)
     assert memory.veto("ns", "reset password", "reset passcode") is None
     assert len(memory.remembered()) == 1
+
+
+def test_replicas_share_the_evidence_through_sql(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'diff.db'}")
+    EntryStore(engine).create_schema()
+    now = [10.0]
+    one, two = (Differences(SqlDifferenceLog(engine), clock=lambda: now[0]) for _ in range(2))
+    for _ in range(3):
+        one.remember("ns", "how do i pin a message", "how do i unpin a message", same=False)
+    assert two.veto("ns", "unpin it now", "pin it now") is None  # not read yet
+    two.sync()
+    assert two.veto("ns", "unpin it now", "pin it now") is not None
+    now[0] = 10.0 + HORIZON_HALF_LIVES * HALF_LIFE_SECONDS + 1
+    two.sync()  # past the horizon: forgotten, in SQL too
+    assert two.remembered() == [] and SqlDifferenceLog(engine).since(0.0) == []
+    engine.dispose()
 
 
 def _facts(raised_bar: bool = False, p: float | None = None, age: float = 1e6) -> HitFacts:

@@ -55,51 +55,51 @@ async def test_budget_reports_served_audited_and_wrong_hits_with_their_bound(tmp
         assert {k: row[k] for k in ("api", "served", "audited", "wrong", "estimate")} == {
             "api": "chat", "served": 3, "audited": 2, "wrong": 1, "estimate": 0.5}
         assert row["upper"] == pytest.approx(0.9747, abs=1e-4)  # Clopper-Pearson, 1 of 2, one-sided 95%
-        assert set(row) == {"namespace", "api", "served", "audited", "wrong", "estimate", "upper", "bar"}
+        assert set(row) == {"namespace", "api", "served", "audited", "wrong", "estimate", "upper", "bar",
+                            "audits_to_trust"}
+        assert row["audits_to_trust"] == 234  # all right from here: 1 wrong of 236 bounds the rate at 2%
         labels = f'api="chat",namespace="{row["namespace"]}"'
         assert await gw.metric(f"deja_budget_served{{{labels}}}") == 3
         assert await gw.metric(f"deja_budget_wrong{{{labels}}}") == 1
         assert await gw.metric(f"deja_budget_upper{{{labels}}}") == pytest.approx(row["upper"])
-        # One wrong audit with the bound above the budget: the namespace's cosine threshold rose from 0.90.
-        assert row["bar"] == pytest.approx(0.95)
+        # One wrong label is an anecdote: the namespace's cosine threshold stays at 0.90.
+        assert row["bar"] == pytest.approx(0.90)
         assert await gw.metric("deja_budget_max_false_hit_rate") == 0.02
-        # The wrong feedback taught its difference: the inserted "please".
+        # The wrong feedback is one label of its difference (the inserted "please"): not enough to veto.
         evidence = (await gw.client.get("/deja/budget/evidence", headers=ADMIN)).json()
-        assert [(d["a"], d["b"], d["same"]) for d in evidence["differences"]] == [("", "please", False)]
+        assert [(d["a"], d["b"], d["same"], d["wrong"], d["right"], d["labels"], d["vetoes"])
+                for d in evidence["differences"]] == [("", "please", False, 1.0, 0.0, 1, False)]
 
 
 @pytest.mark.asyncio
-async def test_a_label_model_labels_audits_and_a_wrong_hit_raises_the_bar_and_teaches_its_difference(
+async def test_a_label_model_labels_audits_and_agreeing_wrong_hits_raise_the_bar_and_veto_their_difference(
         tmp_path: Path) -> None:
-    async with inprocess_gateway(tmp_path, Parts(judge=FixedJudge(0.93)), decision="judge", audit_rate=1.0,
-                                 label_model="gpt-4o-mini") as gw:
-        await gw.chat("how do i archive a channel")
-        hit = await gw.chat("how do i archive a thread")
-        assert hit.headers["x-deja-cache"] == "hit-semantic"
-        # The audit re-asks upstream, then the label model compares: the stub says "different" questions.
-        assert await asyncio.to_thread(wait_for, lambda: _labels(gw, LabelSource.AUDIT)) == [False]
-        [case] = gw.upstream.labels.calls
-        assert case == {"question": "how do i archive a thread", "cached_question": "how do i archive a channel",
-                        "cached_answer": "answer 1 to: how do i archive a channel",
-                        "fresh_answer": "answer 2 to: how do i archive a thread"}
-        assert await gw.metric('deja_label_calls_total{outcome="labelled"}') == 1
-        assert await gw.metric('deja_label_cost_usd_total{model="gpt-4o-mini"}') == pytest.approx(15 / 1000 * 0.000375)
+    async with inprocess_gateway(tmp_path, Parts(judge=FixedJudge(0.99)), decision="judge", audit_rate=1.0,
+                                 label_model="gpt-4o-mini", label_model_error_rate=0.0) as gw:
+        for n, words in enumerate(("archive old slack", "rename my discord", "mute every teams"), start=1):
+            assert (await gw.chat(f"{words} channel")).headers["x-deja-cache"] == "miss"
+            hit = await gw.chat(f"{words} thread")
+            assert hit.headers["x-deja-cache"] == "hit-semantic"
+            # The audit re-asks upstream, then the label model compares: the stub says "different" questions.
+            assert await asyncio.to_thread(wait_for, lambda n=n: len(_labels(gw, LabelSource.AUDIT)) == n)
+        case = gw.upstream.labels.calls[0]
+        assert case == {"question": "archive old slack thread", "cached_question": "archive old slack channel",
+                        "cached_answer": "answer 1 to: archive old slack channel",
+                        "fresh_answer": "answer 2 to: archive old slack thread"}
+        assert await gw.metric('deja_label_calls_total{outcome="labelled"}') == 3
+        assert await gw.metric('deja_label_cost_usd_total{model="gpt-4o-mini"}') == pytest.approx(
+            3 * 15 / 1000 * 0.000375)
 
         [row] = (await gw.client.get("/deja/budget", headers=ADMIN)).json()["namespaces"]
-        assert (row["served"], row["audited"], row["wrong"], row["bar"]) == (1, 1, 1, pytest.approx(0.95))
-        # p = 0.93 cleared the prior bar of 0.90, not the raised one.
-        await gw.chat("how do i archive my notes")
-        assert (await gw.chat("how do i archive my notes on ios")).headers["x-deja-veto"] == "judge_below_bar"
-
-        gw.runtime.cache.matcher.swap_judge(FixedJudge(0.99), gw.runtime.cache.deciders.pair)
-        gw.runtime.audit_sampler.rate = 0.0  # no more audits: the next label would teach another difference
-        await gw.chat("how do i rename a channel")
-        vetoed = await gw.chat("how do i rename a thread")
+        assert (row["served"], row["audited"], row["wrong"], row["bar"]) == (3, 3, 3, pytest.approx(0.95))
+        gw.runtime.audit_sampler.rate = 0.0  # no more audits
+        await gw.chat("delete this zoom channel")
+        vetoed = await gw.chat("delete this zoom thread")
         assert (vetoed.headers["x-deja-cache"], vetoed.headers["x-deja-veto"]) == ("miss", "difference")
         evidence = (await gw.client.get("/deja/budget/evidence", headers=ADMIN)).json()
-        assert [(d["a"], d["b"], d["same"], d["changed"]) for d in evidence["differences"]] == [
-            ("channel", "thread", False, 1)]
-        assert [(c["old_level"], c["new_level"], c["wrong"]) for c in evidence["bar_changes"]] == [(0, 1, 1)]
+        assert [(d["a"], d["b"], d["wrong"], d["labels"], d["vetoes"], d["changed"])
+                for d in evidence["differences"]] == [("channel", "thread", 3.0, 3, True, 1)]
+        assert [(c["old_level"], c["new_level"], c["wrong"]) for c in evidence["bar_changes"]] == [(0, 1, 3)]
 
 
 @pytest.mark.asyncio
@@ -115,14 +115,17 @@ async def test_a_label_reply_that_is_not_a_verdict_gives_no_label(tmp_path: Path
 
 
 @pytest.mark.asyncio
-async def test_over_the_hourly_ceiling_a_shadow_is_labelled_by_answer_comparison(tmp_path: Path) -> None:
+async def test_over_the_hourly_ceiling_a_shadow_is_compared_by_answers_and_unknown_variation_teaches_nothing(
+        tmp_path: Path) -> None:
     # Threshold mode: the near-miss below its cosine threshold is what gets shadow-labelled.
     async with inprocess_gateway(tmp_path, label_model="judge-llm", audit_calls_per_hour=0,
                                  decision="threshold") as gw:
         await gw.chat("how do i reset my password")
         near = await gw.chat("how do i reset my password please now")
         assert near.headers["x-deja-veto"] == "below_threshold"
-        assert await asyncio.to_thread(wait_for, lambda: _labels(gw, LabelSource.SHADOW)) == [False]
+        # The two answers differ, but how much this upstream's answers vary is not known yet: no label.
+        assert await asyncio.to_thread(wait_for, lambda: _no_label_count(gw) == 1)
+        assert _labels(gw, LabelSource.SHADOW) == []
         assert gw.upstream.labels.calls == []
         assert gw.runtime.metrics.registry.get_sample_value(
             "deja_label_calls_total", {"outcome": "over_ceiling"}) == 1

@@ -60,7 +60,16 @@ async def test_an_explored_hit_goes_upstream_and_is_labelled_in_the_background(t
         assert (explored_response.headers["x-deja-cache"], explored_response.headers["x-deja-reason"]) == (
             "miss", "explored")
         assert gw.upstream.chat_calls == 2
-        # The stub answers "answer n to: <prompt>", so the two answers differ: a "different" label.
+        # The stub answers "answer n to: <prompt>", so the two answers differ; how much this upstream's answers
+        # vary is not known yet, so no label. Once the namespace's audits have measured it: a "different" label.
+        assert await asyncio.to_thread(wait_for, lambda: gw.runtime.metrics.registry.get_sample_value(
+            "deja_label_calls_total", {"outcome": "no_label"}) == 1)
+        gw.runtime.flush_decisions()
+        decision = gw.runtime.decisions.get(explored_response.headers["x-deja-request-id"])
+        assert decision is not None
+        for _ in range(5):
+            gw.runtime.answer_baselines.add(decision.namespace, 0.99)
+        await gw.chat("how do i freeze my card thanks")
         assert await asyncio.to_thread(wait_for, lambda: _explore_labels(gw)) == [False]
 
 

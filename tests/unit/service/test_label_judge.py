@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
+from eval.answers import CLOSING_SENTENCES, intent_answer, sampled_answer
 from service.label_judge import SYSTEM_PROMPT, LabelCase, judge_body, parse_verdict
+from support.label_stub import LabelStub
 
 
 def reply(content: Any) -> dict[str, Any]:
@@ -40,3 +42,17 @@ def test_the_last_user_message_is_one_json_object_and_the_fresh_answer_only_when
         "cached_answer": "Tap and hold, then Pin."}
     fresh = judge_body("judge-llm", case, "Tap and hold, then Pin.", "Tap and hold, then Unpin.")
     assert json.loads(fresh["messages"][-1]["content"])["fresh_answer"] == "Tap and hold, then Unpin."
+
+
+def test_the_label_stub_errs_at_its_set_rate() -> None:
+    stub = LabelStub(error_rate=0.1)
+    body = judge_body("m", LabelCase("ns", "reset my router", "reset my router", True), "a", "b")
+    verdicts = [json.loads(stub.content(body))["same"] for _ in range(2000)]
+    assert 0.08 < verdicts.count(False) / len(verdicts) < 0.12  # the same questions: every False is an error
+    assert all(json.loads(LabelStub().content(body))["same"] for _ in range(20))
+
+
+def test_the_stub_upstream_can_vary_an_answers_closing_sentence_between_calls() -> None:
+    content = intent_answer("router")
+    samples = {sampled_answer(content, call) for call in range(len(CLOSING_SENTENCES))}
+    assert len(samples) == len(CLOSING_SENTENCES) and all(s.startswith(content) for s in samples)

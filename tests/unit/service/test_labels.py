@@ -13,10 +13,11 @@ def test_same_text_modulo_case_and_punctuation_agrees_without_embedding() -> Non
     assert result.same and result.detail == "same text"
 
 
-def test_different_answers_disagree() -> None:
-    result = compare_answers("Enable it in Settings > Security.", "Paris is the capital of France.",
-                             HashEmbedder(), 0.95)
-    assert not result.same and result.similarity < 0.95
+def test_different_answers_disagree_once_the_upstreams_variation_is_known() -> None:
+    fresh, cached = "Enable it in Settings > Security.", "Paris is the capital of France."
+    assert compare_answers(fresh, cached, HashEmbedder(), 0.95).same is None  # variation unknown: no label
+    result = compare_answers(fresh, cached, HashEmbedder(), 0.95, second_fresh="Enable it in Settings > Security!")
+    assert result.same is False and result.similarity < 0.95
 
 
 def test_answer_text_includes_tool_calls() -> None:
