@@ -45,6 +45,7 @@ from index.storage.decision_log import DecisionLog, DecisionRecord
 from index.storage.entries import EntryStore, display_url, make_engine
 from index.storage.exact import ExactCache, LruExactCache, RedisExactCache
 from index.storage.judge_models import JudgeStore
+from index.storage.secret import check_secret
 from service.budget import BudgetKeeper
 from service.credentials import credential_policy
 from service.dialects.base import UpstreamName
@@ -228,10 +229,12 @@ class Runtime:
         return len(self.index) if isinstance(self.index, SemanticIndex) else self._indexed
 
     def start(self) -> None:
-        """Create the schema, then load the index in the background: `ready` is set once it is loaded (or the
-        store turned out to be unreachable: the gateway then serves degraded, from upstream, and retries)."""
+        """Create the schema and check the namespace secret against it, then load the index in the background:
+        `ready` is set once it is loaded (or the store turned out to be unreachable: the gateway then serves
+        degraded, from upstream, and retries)."""
         try:
             self.store.create_schema()
+            check_secret(self.engine, self.secret, self.clock())  # SecretMismatch stops start-up with its reason
             if isinstance(self.index, PgVectorIndex):
                 check_pgvector(self.engine, self.index.dim)  # VectorIndexUnavailable stops start-up with its reason
         except StoreUnavailable as exc:

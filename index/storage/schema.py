@@ -114,3 +114,12 @@ judge_models = Table(
     Column("applied_at", Float, nullable=True),
     Column("active", Boolean, nullable=False, default=False),
 )
+
+# Settings every replica on this database must share (migration 0008): the namespace secret's fingerprint.
+meta = Table(
+    "deja_meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", String(200), nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
