@@ -277,8 +277,13 @@ class PairModel:
             return score
 
     def _onnx_run(self, a: str, b: str) -> float:
-        """Both orders of one pair in one batch (the caller holds the lock)."""
-        encoded = self._pair_tokenizer.encode_batch([(a, b), (b, a)])
+        """Both orders of one pair in one batch (the caller holds the lock). The two orders are encoded one by one:
+        the batch call fans out to the tokenizer's thread pool, which costs more than it saves for two short pairs
+        on a busy machine; both orders truncate to the same length, so no padding is needed (else it pads)."""
+        tokenizer = self._pair_tokenizer
+        encoded = [tokenizer.encode(a, b), tokenizer.encode(b, a)]
+        if len(encoded[0].ids) != len(encoded[1].ids):
+            encoded = tokenizer.encode_batch([(a, b), (b, a)])
         feed = {name: np.array([getattr(e, attr) for e in encoded], dtype=np.int64)
                 for name, attr in (("input_ids", "ids"), ("attention_mask", "attention_mask"),
                                    ("token_type_ids", "type_ids"))}
