@@ -11,6 +11,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from starlette.concurrency import run_in_threadpool
 
 from index.errors import Overloaded, StoreUnavailable
@@ -24,9 +26,19 @@ from service.runtime import Runtime
 log = logging.getLogger("deja.labels")
 
 
+# Label comparisons run in threads of their own: one waits on the embedding worker's background lane, which
+# runs only while no request waits, so under load it may wait long. In the request thread pool (40 threads)
+# enough of them starved the lookups and stores of the requests themselves of threads.
+LABEL_THREADS = 4
+# Labels waiting for one of those threads at most (as many as the background lane's 256 texts held before); past
+# it a label is skipped, as one refused by a full lane is.
+MAX_WAITING_LABELS = 128
+
+
 class Labeler:
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
+        self._threads = anyio.CapacityLimiter(LABEL_THREADS)
 
     def _compare(self, source: LabelSource, fresh: str, cached: str) -> tuple[bool, str] | None:
         """Compare two answers' texts, in a worker thread (it embeds the two answers)."""
@@ -60,7 +72,10 @@ class Labeler:
                 return
             result: tuple[bool, str] | None = (same, f"label model {judge.model}")
         else:
-            result = await run_in_threadpool(self._compare, source, fresh, cached)
+            if self._threads.statistics().tasks_waiting >= MAX_WAITING_LABELS:
+                log.info("%s label skipped: %d labels waiting", source.value, MAX_WAITING_LABELS)
+                return
+            result = await anyio.to_thread.run_sync(self._compare, source, fresh, cached, limiter=self._threads)
         if result is not None:
             await run_in_threadpool(self._store, request_id, source, case, *result)
 
