@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import TYPE_CHECKING, Annotated
 
@@ -184,6 +185,10 @@ def reindex(
 
 
 def _mount_eval() -> None:
+    """The eval commands under `deja eval`; not for `deja serve`, which needs none of them (importing them was
+    about a tenth of the gateway's start-up)."""
+    if sys.argv[1:2] == ["serve"]:
+        return
     try:
         from eval.cli import app as eval_app
     except ImportError:  # eval not installed: serve still works

@@ -242,8 +242,10 @@ class Runtime:
         self._task = asyncio.get_running_loop().create_task(self._loop())
 
     def load_index(self) -> None:
-        """Start-up in a worker thread: the index from the snapshot (plus catch-up from SQL) or rebuilt."""
-        self._warm_pair_model()
+        """Start-up in a worker thread: the index from the snapshot (plus catch-up from SQL) or rebuilt, while
+        another thread loads the pair model (both mostly outside the GIL: file reads, ONNX Runtime, hnswlib)."""
+        warming = threading.Thread(target=self._warm_pair_model, name="deja-warm-pair", daemon=True)
+        warming.start()
         try:
             report = self.maintainer.start(self.snapshot if self.settings.snapshot_interval_seconds else None)
             self._started = True
@@ -254,6 +256,7 @@ class Runtime:
         except StoreUnavailable as exc:
             log.error("entry store unavailable at start-up, serving degraded: %s", exc)
         finally:
+            warming.join()
             self.ready.set()
 
     def _warm_pair_model(self) -> None:
