@@ -202,27 +202,26 @@ class Cache:
         limit = policy.judge_candidates if policy.reads_judge else len(neighbors)
         floor = (policy.candidate_floor if policy.judged
                  else min(policy.min_similarity, self.config.log_floor))
+        # Every neighbour the loop may reach, read in one query (the loop below decides which it uses).
+        reachable = [n.entry_id for n in neighbors if n.similarity >= floor]
+        try:
+            rows = self.store.get_many(reachable)
+        except StoreUnavailable:
+            degraded.append("store")
+            return []
         out: list[tuple[Candidate, StoredEntry]] = []
         for neighbor in neighbors:
             below = neighbor.similarity < policy.min_similarity and not policy.reads_judge
             if len(out) >= limit or neighbor.similarity < floor or (below and out):
                 break
-            try:
-                stored = self._read_candidate(neighbor.entry_id, degraded)
-            except StoreUnavailable:
-                break
+            stored = self._servable_candidate(rows.get(neighbor.entry_id))
             if stored is not None:
                 out.append((self._candidate(stored, neighbor.similarity, vectors), stored))
         return out
 
-    def _read_candidate(self, entry_id: int, degraded: list[str]) -> StoredEntry | None:
+    def _servable_candidate(self, stored: StoredEntry | None) -> StoredEntry | None:
         """The entry behind a neighbour if this replica may serve it (present, fresh, comparable parts), else
-        None. A failed store read is noted in `degraded` and re-raised so the caller stops reading."""
-        try:
-            stored = self.store.get(entry_id)
-        except StoreUnavailable:
-            degraded.append("store")
-            raise
+        None."""
         if stored is None or self._expired(stored) or self._foreign_parts(stored):
             return None
         self._remember_context(stored)

@@ -5,6 +5,7 @@ OpenAI-shaped HTTP errors in one place.
     ├── StoreUnavailable           SQL or Redis failed; callers degrade to a counted miss
     ├── Overloaded                 a bounded queue (embedding) is full: 503 with Retry-After
     ├── SchemaMismatch             the SQL schema is not the one this build knows
+    ├── SecretMismatch             the database belongs to replicas with another DEJA_NAMESPACE_SECRET
     ├── VectorIndexUnavailable     DEJA_VECTOR_INDEX=pgvector on a database without (usable) pgvector
     ├── JudgeModelError            (index.judge.model) the judge files are missing, unreadable or of another format
     ├── PairModelError             (index.judge.pair_model) the pair-model files are missing or do not fit
@@ -43,6 +44,11 @@ class Overloaded(DejaError):
 
 class SchemaMismatch(DejaError):
     pass
+
+
+class SecretMismatch(DejaError):
+    """This replica's namespace secret is not the one the database was written with: its namespaces would never
+    meet the other replicas' entries, so it refuses to start."""
 
 
 class VectorIndexUnavailable(DejaError):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import time
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -21,22 +23,25 @@ def main() -> None:
 
 
 def _check_schema(settings: Settings) -> None:
-    """Refuse to start on a schema this build does not know (one line, exit 1). A database that cannot be
+    """Refuse to start on a schema this build does not know, or a database written with another namespace secret
+    (one line, exit 1). A database that cannot be
     reached is not fatal: the gateway starts degraded and serves from upstream."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from index.errors import SchemaMismatch, StoreUnavailable, VectorIndexUnavailable
+    from index.errors import SchemaMismatch, SecretMismatch, StoreUnavailable, VectorIndexUnavailable
     from index.search.pgvector import check
     from index.search.vector_index import VectorIndexKind
     from index.storage.entries import make_engine
     from index.storage.migrate import ensure_schema
+    from index.storage.secret import check_secret
 
     engine = make_engine(settings.sql_url)
     try:
         ensure_schema(engine)
+        check_secret(engine, settings.secret_bytes(), time.time())
         if settings.vector_index is VectorIndexKind.PGVECTOR:
             check(engine)  # the dimensions are checked once the embedder is loaded
-    except (SchemaMismatch, VectorIndexUnavailable) as exc:
+    except (SchemaMismatch, SecretMismatch, VectorIndexUnavailable) as exc:
         typer.echo(f"deja: {exc}", err=True)
         raise typer.Exit(1) from None
     except (SQLAlchemyError, StoreUnavailable) as exc:
@@ -110,6 +115,48 @@ def db_current(database_url: Annotated[str | None, typer.Option(help="DEJA_DATAB
     typer.echo(f"database: {current_revision(_engine(database_url)) or 'none'}  build: {head_revision()}")
 
 
+secret_app = typer.Typer(help="The namespace secret (DEJA_NAMESPACE_SECRET) the database is bound to.",
+                         no_args_is_help=True)
+app.add_typer(secret_app, name="secret")
+
+
+@secret_app.command("rotate")
+def secret_rotate(
+    database_url: Annotated[str | None, typer.Option(help="DEJA_DATABASE_URL")] = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Purge the cached entries without asking")] = False,
+) -> None:
+    """Bind the database to the secret this command is run with (DEJA_NAMESPACE_SECRET, else DEJA_DATA_DIR/secret).
+
+    Namespaces are HMACs of callers' credentials under the secret, and the credentials are not stored, so entries
+    cannot be re-keyed: every cached entry is purged (tombstoned, so replicas drop them from their indexes and exact
+    tiers) and the thresholds learned per namespace are dropped; the decision log and its labels are kept. Stop the
+    replicas first, then start them all with the new secret (a replica with the old one now refuses to start).
+    """
+    from index.errors import SchemaMismatch, StoreUnavailable
+    from index.settings import Settings
+    from index.storage.entries import make_engine
+    from index.storage.migrate import ensure_schema
+    from index.storage.secret import rotate_secret
+
+    settings = Settings(**({"database_url": database_url} if database_url else {}))  # type: ignore[arg-type]
+    if not yes:
+        typer.confirm("Purge every cached entry and bind the database to this secret?", abort=True, err=True)
+    engine = make_engine(settings.sql_url)
+    try:
+        ensure_schema(engine)
+        done = rotate_secret(engine, settings.secret_bytes(), time.time())
+    except (SchemaMismatch, StoreUnavailable) as exc:
+        typer.echo(f"deja: {exc}", err=True)
+        raise typer.Exit(1) from None
+    finally:
+        engine.dispose()
+    if not done.changed:
+        typer.echo("the database is bound to this secret already: nothing purged")
+        return
+    typer.echo(f"secret rotated: {done.entries_purged} entries purged, "
+               f"{done.thresholds_dropped} per-namespace thresholds dropped")
+
+
 @app.command()
 def reindex(
     batch: Annotated[int, typer.Option(help="Prompts embedded per batch", min=1)] = 256,
@@ -138,6 +185,10 @@ def reindex(
 
 
 def _mount_eval() -> None:
+    """The eval commands under `deja eval`; not for `deja serve`, which needs none of them (importing them was
+    about a tenth of the gateway's start-up)."""
+    if sys.argv[1:2] == ["serve"]:
+        return
     try:
         from eval.cli import app as eval_app
     except ImportError:  # eval not installed: serve still works

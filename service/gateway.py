@@ -103,20 +103,22 @@ class Gateway:
         self.flights = SingleFlight(runtime.settings.upstream_read_timeout)
 
     async def handle(self, request: Request, dialect: Dialect) -> Response:
-        namespace = namespace_of(request.headers, self.rt.credentials, self.rt.secret) or ""
-        with self.rt.heavy.active(namespace):  # other namespaces' heavy work yields to this one while it runs
+        namespace = namespace_of(request.headers, self.rt.credentials, self.rt.secret)
+        gate = namespace or ""
+        with self.rt.heavy.active(gate):  # other namespaces' heavy work yields to this one while it runs
             declared = request.headers.get("content-length", "")
             if not (declared.isdigit() and int(declared) > LARGE_BODY_BYTES):
-                return await self._handle(request, dialect, holding=False)
+                return await self._handle(request, dialect, namespace, holding=False)
             # A large body is heavy by itself: it takes one of its namespace's slots before it is even read.
-            with self.rt.heavy.enter(namespace) as admitted:
+            with self.rt.heavy.enter(gate) as admitted:
                 if not admitted:
                     raise TooManyRequests("Too many large requests in flight for this API key; retry shortly.")
-                return await self._handle(request, dialect, holding=True)
+                return await self._handle(request, dialect, namespace, holding=True)
 
-    async def _handle(self, request: Request, dialect: Dialect, holding: bool) -> Response:
-        """`holding`: the request already holds one of its namespace's heavy slots (a large body)."""
-        exchange = await self._parse(request, dialect)
+    async def _handle(self, request: Request, dialect: Dialect, namespace: str | None, holding: bool) -> Response:
+        """`namespace`: the caller's (None: no credential); `holding`: the request already holds one of its
+        namespace's heavy slots (a large body)."""
+        exchange = await self._parse(request, dialect, namespace)
         coalesces = exchange.coalesces
         if coalesces and (joined := await self._join(exchange)) is not None:
             return joined
@@ -179,12 +181,11 @@ class Gateway:
                                      media_type="text/event-stream", headers=headers)
         return Response(jsonio.dumps(served), media_type="application/json", headers=headers)
 
-    async def _parse(self, request: Request, dialect: Dialect) -> Exchange:
+    async def _parse(self, request: Request, dialect: Dialect, namespace: str | None) -> Exchange:
         started = time.perf_counter()
         raw = await read_body(request, self.rt.settings.max_body_bytes)
         body = dialect.parse(raw)
         directives = parse_cache_control(request.headers.get("cache-control"))
-        namespace = namespace_of(request.headers, self.rt.credentials, self.rt.secret)
         key = key_for(namespace or "", dialect.canonical(body, request.headers), self.rt.policy.context_match,
                       self.rt.policy.max_decision_chars)
         if namespace is None:  # never file an answer under "nobody": every such caller would share it

@@ -12,6 +12,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from starlette.concurrency import run_in_threadpool
 
 from index.errors import Overloaded, StoreUnavailable
@@ -26,9 +28,19 @@ from service.upstream import Upstream
 log = logging.getLogger("deja.labels")
 
 
+# Label comparisons run in threads of their own: one waits on the embedding worker's background lane, which
+# runs only while no request waits, so under load it may wait long. In the request thread pool (40 threads)
+# enough of them starved the lookups and stores of the requests themselves of threads.
+LABEL_THREADS = 4
+# Labels waiting for one of those threads at most (as many as the background lane's 256 texts held before); past
+# it a label is skipped, as one refused by a full lane is.
+MAX_WAITING_LABELS = 128
+
+
 class Labeler:
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
+        self._threads = anyio.CapacityLimiter(LABEL_THREADS)
 
     def _compare(self, source: LabelSource, namespace: str, fresh: str, cached: str,
                  second: str | None) -> tuple[bool, str, float] | None:
@@ -71,7 +83,11 @@ class Labeler:
             weight = 1.0 - 2.0 * self.rt.settings.label_model_error_rate
             result: tuple[bool, str, float] | None = (same, f"label model {judge.model}", weight)
         else:
-            result = await run_in_threadpool(self._compare, source, case.namespace, fresh, cached, second)
+            if self._threads.statistics().tasks_waiting >= MAX_WAITING_LABELS:
+                log.info("%s label skipped: %d labels waiting", source.value, MAX_WAITING_LABELS)
+                return
+            result = await anyio.to_thread.run_sync(self._compare, source, case.namespace, fresh, cached, second,
+                                                    limiter=self._threads)
         if result is not None:
             await run_in_threadpool(self._store, request_id, source, case, *result)
 

@@ -45,6 +45,7 @@ from index.storage.differences import SqlDifferenceLog
 from index.storage.entries import EntryStore, display_url, make_engine
 from index.storage.exact import ExactCache, LruExactCache, RedisExactCache
 from index.storage.judge_models import JudgeStore
+from index.storage.secret import check_secret
 from service.budget import BudgetKeeper
 from service.credentials import credential_policy
 from service.dialects.base import UpstreamName
@@ -210,10 +211,12 @@ class Runtime:
         return len(self.index) if isinstance(self.index, SemanticIndex) else self._indexed
 
     def start(self) -> None:
-        """Create the schema, then load the index in the background: `ready` is set once it is loaded (or the
-        store turned out to be unreachable: the gateway then serves degraded, from upstream, and retries)."""
+        """Create the schema and check the namespace secret against it, then load the index in the background:
+        `ready` is set once it is loaded (or the store turned out to be unreachable: the gateway then serves
+        degraded, from upstream, and retries)."""
         try:
             self.store.create_schema()
+            check_secret(self.engine, self.secret, self.clock())  # SecretMismatch stops start-up with its reason
             if isinstance(self.index, PgVectorIndex):
                 check_pgvector(self.engine, self.index.dim)  # VectorIndexUnavailable stops start-up with its reason
         except StoreUnavailable as exc:
@@ -221,8 +224,10 @@ class Runtime:
         self._task = asyncio.get_running_loop().create_task(self._loop())
 
     def load_index(self) -> None:
-        """Start-up in a worker thread: the index from the snapshot (plus catch-up from SQL) or rebuilt."""
-        self._warm_pair_model()
+        """Start-up in a worker thread: the index from the snapshot (plus catch-up from SQL) or rebuilt, while
+        another thread loads the pair model (both mostly outside the GIL: file reads, ONNX Runtime, hnswlib)."""
+        warming = threading.Thread(target=self._warm_pair_model, name="deja-warm-pair", daemon=True)
+        warming.start()
         try:
             report = self.maintainer.start(self.snapshot if self.settings.snapshot_interval_seconds else None)
             self._started = True
@@ -233,6 +238,7 @@ class Runtime:
         except StoreUnavailable as exc:
             log.error("entry store unavailable at start-up, serving degraded: %s", exc)
         finally:
+            warming.join()
             self.ready.set()
 
     def _warm_pair_model(self) -> None:

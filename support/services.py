@@ -105,7 +105,9 @@ class PrivateRedis:
 class GatewayProcess:
     """`python -m service serve` in a subprocess with the given DEJA_* environment."""
 
-    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+    def __init__(self, env: dict[str, str], log_path: Path, source: Path = REPO) -> None:
+        """`source`: the source tree it runs from (a benchmark may start another build beside this one)."""
+        self.source = source
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = env
@@ -128,7 +130,7 @@ class GatewayProcess:
         with self.log_path.open("ab") as log:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "service", "serve", "--host", "127.0.0.1", "--port", str(self.port)],
-                env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+                env=env, cwd=self.source, stdout=log, stderr=subprocess.STDOUT)
         if not wait_for(self._ready, timeout, interval=0.2):
             raise RuntimeError(f"gateway did not come up: {self.log_path.read_text()[-3000:]}")
         return self

@@ -113,8 +113,9 @@ class OnnxMiniLMEmbedder:
 
     def embed(self, texts: Sequence[str]) -> Vector:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        with self._lock:
-            encoded = self._tokenizer.encode_batch(list(texts), add_special_tokens=True)
+        with self._lock:  # one text alone skips the batch call's thread pool (and needs no padding)
+            encoded = ([self._tokenizer.encode(texts[0], add_special_tokens=True)] if len(texts) == 1
+                       else self._tokenizer.encode_batch(list(texts), add_special_tokens=True))
         order = sorted(range(len(texts)), key=lambda i: sum(encoded[i].attention_mask))
         for start in range(0, len(order), self.chunk):
             rows = order[start:start + self.chunk]

@@ -8,6 +8,7 @@ Pure function of the two prompts; the words compared are the content words of `i
 
 from __future__ import annotations
 
+from functools import lru_cache
 from itertools import product
 
 from index.guards.form import content
@@ -20,15 +21,21 @@ OPPOSED_PAIRS = (("en", "de"), ("in", "de"), ("in", "ex"), ("im", "ex"), ("up", 
 MIN_STEM = 3
 
 
-def _bases(word: str) -> set[tuple[str, str]]:
+_PREFIXES = frozenset(p for pair in OPPOSED_PAIRS for p in pair) | frozenset(NEGATING)
+
+
+@lru_cache(maxsize=16384)
+def _bases(word: str) -> frozenset[tuple[str, str]]:
     """(prefix, rest) readings of `word`, including the bare word with no prefix."""
     out = {("", word)}
-    for prefix in {p for pair in OPPOSED_PAIRS for p in pair} | set(NEGATING):
+    for prefix in _PREFIXES:
         if word.startswith(prefix) and len(word) - len(prefix) >= MIN_STEM:
             out.add((prefix, word[len(prefix):]))
-    return out
+    return frozenset(out)
 
 
+# Every candidate of every request pairs its words with the request's: the same word pairs recur.
+@lru_cache(maxsize=65536)
 def _opposed(left: str, right: str) -> bool:
     for (p, a), (q, b) in product(_bases(left), _bases(right)):
         if a != b or p == q:

@@ -5,6 +5,7 @@ suffix stripper (`stem`) applied alike to prompts and lexicons (enable/enabled/e
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from index.guards.textdiff import opcodes
 
@@ -104,6 +105,7 @@ def _strip_ending(word: str, ending: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=65536)  # a pure function of one word, called for every word of every pair read
 def stem(word: str) -> str:
     """Map inflected forms of a lowercase word to one key: policies -> policy, enabled -> enabl."""
     if word in _IRREGULAR:

@@ -15,6 +15,7 @@ import json
 import math
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -37,6 +38,8 @@ KIND = "pair_cross_encoder"
 _EPS = 1e-4
 # The pair P the stack reads is clipped to [PAIR_CLIP, 1 - PAIR_CLIP] (in fitting and at run time).
 PAIR_CLIP = 0.02
+# Pairs whose ONNX score is kept, least recently read dropped first (two prompts and a float each).
+SCORE_MEMO_PAIRS = 8192
 
 
 class PairModelError(DejaError):
@@ -198,6 +201,9 @@ class PairModel:
             self._load(folder, base)
         # Fast tokenizers are not safe to share across threads; the lock also keeps model calls ordered.
         self._lock = threading.Lock()
+        # ONNX scores of pairs read before, most recent last: each pair runs alone, so its score is a pure function
+        # of its two texts and a repeated pair (a popular rewording, a retried request) need not run again.
+        self._scores: OrderedDict[tuple[str, str], float] = OrderedDict()
 
     def _load_onnx(self, folder: Path, base: Path, threads: int | None) -> None:
         import onnxruntime as ort
@@ -260,11 +266,28 @@ class PairModel:
 
     def _onnx_pair(self, a: str, b: str) -> float:
         with self._lock:
-            encoded = self._pair_tokenizer.encode_batch([(a, b), (b, a)])
-            feed = {name: np.array([getattr(e, attr) for e in encoded], dtype=np.int64)
-                    for name, attr in (("input_ids", "ids"), ("attention_mask", "attention_mask"),
-                                       ("token_type_ids", "type_ids"))}
-            logits = self._session.run(None, feed)[0]
+            known = self._scores.get((a, b))
+            if known is not None:
+                self._scores.move_to_end((a, b))
+                return known
+            score = self._onnx_run(a, b)
+            self._scores[(a, b)] = score
+            if len(self._scores) > SCORE_MEMO_PAIRS:
+                self._scores.popitem(last=False)
+            return score
+
+    def _onnx_run(self, a: str, b: str) -> float:
+        """Both orders of one pair in one batch (the caller holds the lock). The two orders are encoded one by one:
+        the batch call fans out to the tokenizer's thread pool, which costs more than it saves for two short pairs
+        on a busy machine; both orders truncate to the same length, so no padding is needed (else it pads)."""
+        tokenizer = self._pair_tokenizer
+        encoded = [tokenizer.encode(a, b), tokenizer.encode(b, a)]
+        if len(encoded[0].ids) != len(encoded[1].ids):
+            encoded = tokenizer.encode_batch([(a, b), (b, a)])
+        feed = {name: np.array([getattr(e, attr) for e in encoded], dtype=np.int64)
+                for name, attr in (("input_ids", "ids"), ("attention_mask", "attention_mask"),
+                                   ("token_type_ids", "type_ids"))}
+        logits = self._session.run(None, feed)[0]
         return float(np.mean(np.asarray(logits, dtype=np.float64)[:, 0]))
 
     def _torch_logits(self, both: Sequence[tuple[str, str]], batch_size: int) -> npt.NDArray[np.float64]:

@@ -7,7 +7,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import ColumnElement, Engine, and_, create_engine, delete, event, func, insert, select, true, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    and_,
+    create_engine,
+    delete,
+    event,
+    func,
+    insert,
+    select,
+    true,
+    update,
+)
 from sqlalchemy.engine import Row, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError
 
@@ -136,6 +149,19 @@ def _row_to_entry(row: Row[tuple[object, ...]]) -> StoredEntry:
     )
 
 
+def delete_entries(conn: Connection, condition: ColumnElement[bool], at: float) -> list[Tombstone]:
+    """Delete the entries matching `condition` inside the caller's transaction, leaving a tombstone for each."""
+    rows = conn.execute(select(entries.c.id, entries.c.exact_key).where(condition)).all()
+    if not rows:
+        return []
+    ids = [int(r.id) for r in rows]
+    for start in range(0, len(ids), 500):
+        conn.execute(delete(entries).where(entries.c.id.in_(ids[start:start + 500])))
+    conn.execute(insert(tombstones), [
+        {"entry_id": int(r.id), "exact_key": str(r.exact_key), "deleted_at": at} for r in rows])
+    return [Tombstone(0, int(r.id), str(r.exact_key)) for r in rows]
+
+
 class EntryStore:
     """All SQL access for entries. Every database failure surfaces as `StoreUnavailable`."""
 
@@ -180,6 +206,14 @@ class EntryStore:
 
     def get(self, entry_id: int) -> StoredEntry | None:
         return self._one(select(entries).where(entries.c.id == entry_id))
+
+    def get_many(self, entry_ids: Sequence[int]) -> dict[int, StoredEntry]:
+        """The entries of `entry_ids` that exist, by id, in one query (a lookup's candidates)."""
+        if not entry_ids:
+            return {}
+        with store_errors("read entries"), self.engine.connect() as conn:
+            rows = conn.execute(select(entries).where(entries.c.id.in_(list(entry_ids)))).all()
+        return {entry.entry_id: entry for entry in map(_row_to_entry, rows)}
 
     def get_by_exact(self, exact_key: str) -> StoredEntry | None:
         return self._one(select(entries).where(entries.c.exact_key == exact_key))
@@ -234,15 +268,7 @@ class EntryStore:
 
     def _delete(self, condition: ColumnElement[bool], at: float) -> list[Tombstone]:
         with store_errors("delete entries"), self.engine.begin() as conn:
-            rows = conn.execute(select(entries.c.id, entries.c.exact_key).where(condition)).all()
-            if not rows:
-                return []
-            ids = [int(r.id) for r in rows]
-            for start in range(0, len(ids), 500):
-                conn.execute(delete(entries).where(entries.c.id.in_(ids[start:start + 500])))
-            conn.execute(insert(tombstones), [
-                {"entry_id": int(r.id), "exact_key": str(r.exact_key), "deleted_at": at} for r in rows])
-        return [Tombstone(0, int(r.id), str(r.exact_key)) for r in rows]
+            return delete_entries(conn, condition, at)
 
     def tombstones_after(self, seq: int) -> list[Tombstone]:
         query = select(tombstones).where(tombstones.c.seq > seq).order_by(tombstones.c.seq).limit(10_000)

@@ -128,3 +128,12 @@ difference_labels = Table(
     Column("created_at", Float, nullable=False),
     Index("ix_deja_difference_labels_created_at", "created_at"),
 )
+
+# Settings every replica on this database must share (migration 0009): the namespace secret's fingerprint.
+meta = Table(
+    "deja_meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", String(200), nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
