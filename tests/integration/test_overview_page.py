@@ -1,5 +1,5 @@
 """The operator overview end to end: a real gateway process, traffic through the stub upstream in two APIs and two
-namespaces, a wrong feedback label that raises a bar, and the page rendered in a real headless Chromium."""
+namespaces, two wrong feedback labels that raise a bar, and the page rendered in a real headless Chromium."""
 
 from __future__ import annotations
 
@@ -54,21 +54,25 @@ def test_overview_shows_traffic_budget_and_bar_moves_in_chromium(gateway: Gatewa
     assert hit.headers["x-deja-cache"] == "hit-semantic"
     messages(gateway, other, "How do I delete my account?")
     assert messages(gateway, other, "How can I delete my account?").headers["x-deja-cache"] == "hit-semantic"
-    # A wrong label on the served hit: the namespace's upper bound is over budget, so its bar steps up.
-    httpx.post(gateway.url + "/v1/deja/feedback", timeout=10, headers={"Authorization": f"Bearer {tenant}"},
-               json={"request_id": hit.headers["x-deja-request-id"], "correct": False}).raise_for_status()
+    chat(gateway, tenant, "How do I rename a file?")
+    second = chat(gateway, tenant, "How can I rename a file?")
+    assert second.headers["x-deja-cache"] == "hit-semantic"
+    # Two wrong labels on served hits (one is an anecdote): over budget, so the namespace's bar steps up.
+    for served in (hit, second):
+        httpx.post(gateway.url + "/v1/deja/feedback", timeout=10, headers={"Authorization": f"Bearer {tenant}"},
+                   json={"request_id": served.headers["x-deja-request-id"], "correct": False}).raise_for_status()
 
     with chromium() as driver:
         driver.get(gateway.url + "/deja/admin/overview?token=admin-secret")
         assert driver.current_url == gateway.url + "/deja/admin/overview"  # the token left the URL
         traffic = {row[0]: row for row in _rows(driver, "traffic")}
-        assert traffic["chat"][1] == "3" and traffic["chat"][2:4] == ["33.3%", "33.3%"]
+        assert traffic["chat"][1] == "5" and traffic["chat"][2:4] == ["20.0%", "40.0%"]
         assert traffic["messages"][1] == "2" and traffic["messages"][3] == "50.0%"
         savings = {row[0]: row for row in _rows(driver, "savings")}
-        assert savings["gpt-4o-mini"][1] == "30"  # two hits of the stub's 15 tokens
+        assert savings["gpt-4o-mini"][1] == "45"  # three hits of the stub's 15 tokens
         budget = {(row[1], row[5]): row for row in _rows(driver, "namespaces")}
-        wrong = budget[("chat", "1")]
-        assert wrong[3:8] == ["1", "1", "1", "100.0%", "100.0%"]
+        wrong = budget[("chat", "2")]
+        assert wrong[3:8] == ["2", "2", "2", "100.0%", "100.0%"]
         for chart in ("chart-traffic", "chart-budget", "chart-bars", "chart-timeline"):
             assert driver.find_element(By.ID, chart).size["height"] > 0
         bar_lines = driver.find_elements(By.CSS_SELECTOR, "#chart-bars polyline")
