@@ -140,3 +140,38 @@ def test_closed_batcher_refuses() -> None:
     batcher.close()
     with pytest.raises(Overloaded):
         batcher.embed(["late"])
+
+
+class ThreadRecordingEmbedder(HashEmbedder):
+    def __init__(self) -> None:
+        super().__init__(32)
+        self.threads: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        self.threads.append(threading.current_thread().name)
+        return super().embed(texts)
+
+
+def test_a_request_finding_the_model_idle_embeds_in_its_own_thread_and_gets_the_same_vectors() -> None:
+    inner = ThreadRecordingEmbedder()
+    batcher = BatchingEmbedder(inner, BatchingConfig())
+    try:
+        vectors = batcher.embed(["alone"])
+        background = batcher.lane(Lane.BACKGROUND).embed(["a shadow answer"])
+    finally:
+        batcher.close()
+    assert inner.threads == [threading.current_thread().name, "deja-embed"]
+    assert np.array_equal(vectors, HashEmbedder(32).embed(["alone"])) and background.shape == (1, 32)
+
+
+def test_texts_arriving_while_a_lone_request_runs_wait_for_the_next_batch(
+        gated: tuple[GatedEmbedder, BatchingEmbedder]) -> None:
+    inner, batcher = gated
+    with ThreadPoolExecutor(4) as pool:
+        first = pool.submit(batcher.embed, ["first request"])
+        assert inner.entered.wait(30)
+        later = [pool.submit(batcher.embed, [f"request {i}"]) for i in range(3)]
+        wait_until(lambda: batcher.queued() == 3, "requests queued")
+        inner.gate.set()
+        first.result(30), [f.result(30) for f in later]
+    assert inner.calls[0] == ["first request"] and sorted(inner.calls[1]) == ["request 0", "request 1", "request 2"]

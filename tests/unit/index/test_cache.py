@@ -193,3 +193,28 @@ def test_judge_mode_needs_a_judge(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="judge"):
         Cache(LruExactCache(), store, SemanticIndex(8), HashEmbedder(dim=8),
               CacheConfig(MatchPolicy(0.5, decision=DecisionMode.JUDGE)))
+
+
+class CountingStore(EntryStore):
+    """The real SQLite store, counting the entry reads a lookup makes."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(make_engine(f"sqlite:///{path}"))
+        self.reads: list[int] = []
+
+    def get_many(self, entry_ids: Any) -> Any:
+        self.reads.append(len(entry_ids))
+        return super().get_many(entry_ids)
+
+
+def test_a_lookup_reads_all_its_candidates_in_one_query(tmp_path: Path) -> None:
+    embedder = CountingEmbedder()
+    store = CountingStore(tmp_path / "db.sqlite")
+    store.create_schema()
+    cache = Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder,
+                  CacheConfig(MatchPolicy(0.5, judge_candidates=3), candidates=3), Deciders((VetoWord(),)))
+    for text in ("is the api rate limited", "is the api rate limited now", "is the api rate limited here"):
+        cache.store_answer(build_key("ns", body(text)), answer(text))
+    lookup = cache.lookup(build_key("ns", body("is the api rate limited today")))
+    assert lookup.verdict is Verdict.SEMANTIC_HIT
+    assert store.reads == [3]
