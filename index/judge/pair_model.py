@@ -120,6 +120,8 @@ class PairModel:
         # ONNX scores of pairs read before, most recent last: each pair runs alone, so its score is a pure function
         # of its two texts and a repeated pair (a popular rewording, a retried request) need not run again.
         self._scores: OrderedDict[tuple[str, str], float] = OrderedDict()
+        # Pairs the ONNX session has run (a pair answered from the memo does not count).
+        self.runs = 0
 
     def _load_onnx(self, folder: Path, base: Path, threads: int | None) -> None:
         import onnxruntime as ort
@@ -187,6 +189,7 @@ class PairModel:
                 self._scores.move_to_end((a, b))
                 return known
             score = self._onnx_run(a, b)
+            self.runs += 1
             self._scores[(a, b)] = score
             if len(self._scores) > SCORE_MEMO_PAIRS:
                 self._scores.popitem(last=False)
