@@ -45,6 +45,8 @@ class Maintainer:
         self._touched: set[int] = set()
         self._lock = threading.Lock()
         self.evictions = 0
+        # Full counts of the entries table run so far (each one scans it; see `entry_count`).
+        self.full_counts = 0
 
     def start(self, snapshot: SnapshotDir | None = None) -> StartReport:
         """Load the snapshot when it is valid and not ahead of SQL, then catch up past its watermark; otherwise
@@ -130,6 +132,7 @@ class Maintainer:
         now = self.clock()
         if self._count is None or now - self._counted_at >= self.recount_seconds:
             self._count, self._counted_at = self.cache.store.count_mark(), now
+            self.full_counts += 1
         else:
             self._count = self.cache.store.count_mark(self._count)
         return self._count.total

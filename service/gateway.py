@@ -13,7 +13,6 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterable
 from contextlib import aclosing, nullcontext
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -22,74 +21,25 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from index import jsonio
-from index.match.audit_sampler import AuditReason
-from index.match.matcher import DIFFERENCE
-from index.match.outcome import Lookup, Reason
+from index.match.outcome import Lookup
 from index.match.policy import MatchPolicy
 from index.records import CachedResponse, QueryVectors, Verdict
 from index.request.keys import CacheKey, LookupMode, key_for
-from index.storage.decision_log import DecisionRecord, LabelSource
 from index.storage.exact import LruExactCache
 from service.credentials import NO_CREDENTIAL, namespace_of
 from service.dialects import Dialect, speaks_anthropic
 from service.dialects.base import UpstreamName
-from service.errors import BadRequest, NotFound, PayloadTooLarge, TooManyRequests, UpstreamError, UpstreamTimeout
-from service.evidence import hit_facts, label_case
+from service.errors import BadRequest, NotFound, TooManyRequests, UpstreamError, UpstreamTimeout
+from service.exchange import Exchange, read_body
 from service.fairness import BUSY_REASON, LARGE_BODY_BYTES
-from service.labeler import Labeler
-from service.requests import CacheDirectives, parse_cache_control
+from service.labelling import Labelling
+from service.observer import Observer, deja_headers
+from service.requests import parse_cache_control
 from service.runtime import Runtime
 from service.single_flight import Flight, SharedAnswer, SingleFlight
 from service.upstream import response_headers
 
 log = logging.getLogger("deja.gateway")
-
-
-@dataclass(frozen=True)
-class Exchange:
-    """One request after parsing: its API, what the caller sent, and where it lives in the cache."""
-
-    request_id: str
-    dialect: Dialect
-    raw: bytes
-    body: dict[str, Any]
-    key: CacheKey
-    directives: CacheDirectives
-    headers: dict[str, str]
-    started: float
-
-    @property
-    def stream(self) -> bool:
-        return self.dialect.streams(self.body)
-
-    @property
-    def storable(self) -> bool:
-        return self.key.mode is not LookupMode.BYPASS and self.directives.store
-
-    @property
-    def coalesces(self) -> bool:
-        """Whether it may share an identical request's trip upstream; `no-cache`, `no-store` and `max-age=0`
-        (nothing may be served from the cache) opt out."""
-        return self.storable and self.directives.lookup and self.directives.max_age != 0
-
-    @property
-    def forward_verdict(self) -> Verdict:
-        """What a request answered upstream counts as: a miss when its answer may be stored, else a bypass."""
-        return Verdict.MISS if self.storable else Verdict.BYPASS
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(f"Request body of {declared} bytes exceeds the limit of {limit} bytes.")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise PayloadTooLarge(f"Request body exceeds the limit of {limit} bytes.")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 class Gateway:
@@ -98,7 +48,8 @@ class Gateway:
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
         self.cache = runtime.cache
-        self.labeler = Labeler(runtime)
+        self.observer = Observer(runtime.metrics, runtime.log_decision, runtime.clock)
+        self.labelling = Labelling(runtime)
         # A follower waits as long as its own upstream call could stay silent before timing out.
         self.flights = SingleFlight(runtime.settings.upstream_read_timeout)
 
@@ -135,7 +86,7 @@ class Gateway:
                     lookup = inline
                 else:
                     lookup = await run_in_threadpool(self.cache.lookup, exchange.key, policy)
-            self._observe_lookup(exchange, lookup, policy.min_similarity)
+            self.observer.lookup(exchange, lookup, policy.min_similarity)
             served = self._servable(exchange, lookup.response)
             if lookup.response is not None and served is not None:
                 return self._answer_from_cache(exchange, lookup, lookup.response, served, policy)
@@ -144,7 +95,7 @@ class Gateway:
         self.rt.metrics.requests.labels(dialect.name, exchange.forward_verdict.value).inc()
         if coalesces and (joined := await self._join(exchange)) is not None:  # one left for upstream meanwhile
             return joined
-        headers = self._headers(exchange, lookup, exchange.forward_verdict)
+        headers = deja_headers(exchange, lookup, exchange.forward_verdict)
         flight = self.flights.lead(exchange.key.exact) if coalesces else None
         try:
             if exchange.stream:
@@ -172,8 +123,8 @@ class Gateway:
             return None
         verdict = Verdict.COALESCED
         self.rt.metrics.requests.labels(exchange.dialect.name, verdict.value).inc()
-        self._observe_time(exchange, verdict)
-        headers = self._headers(exchange, Lookup(verdict), verdict)
+        self.observer.time(exchange, verdict)
+        headers = deja_headers(exchange, Lookup(verdict), verdict)
         if shared.entry_id is not None:
             headers["X-Deja-Entry"] = str(shared.entry_id)
         if exchange.stream:
@@ -211,76 +162,21 @@ class Gateway:
             return None
         return exchange.dialect.serve(cached.body, exchange.body, self.rt.clock())
 
-    def _observe_lookup(self, exchange: Exchange, lookup: Lookup, min_similarity: float) -> None:
-        metrics = self.rt.metrics
-        for stage, ms in lookup.timings_ms.items():
-            metrics.stage_seconds.labels(stage).observe(ms / 1000)
-        for backend in lookup.degraded:
-            metrics.degraded.labels(backend).inc()
-        decision = lookup.decision
-        if decision is None or lookup.candidate_prompt is None:
-            return
-        if decision.vetoed_by is not None:
-            metrics.vetoes.labels(decision.vetoed_by).inc()
-        if decision.vetoed_by == DIFFERENCE:
-            metrics.differences.inc()
-        if decision.pair_read:
-            metrics.pair_reads.inc(decision.pair_read)
-        if not decision.hit:
-            metrics.misses.labels(decision.reason.value).inc()
-        self.rt.log_decision(DecisionRecord(
-            exchange.request_id, exchange.key.namespace, exchange.key.model, exchange.key.prompt,
-            lookup.candidate_id, lookup.candidate_prompt, decision.similarity, min_similarity, decision.logged_stages(),
-            lookup.verdict.value, decision.reason, decision.vetoed_by, self.rt.clock(), exchange.dialect.name))
-
-    def _observe_time(self, exchange: Exchange, verdict: Verdict) -> None:
-        self.rt.metrics.request_seconds.labels(exchange.dialect.name, verdict.value).observe(
-            time.perf_counter() - exchange.started)
-
-    @staticmethod
-    def _headers(exchange: Exchange, lookup: Lookup, verdict: Verdict) -> dict[str, str]:
-        headers = {"X-Deja-Cache": verdict.value, "X-Deja-Request-Id": exchange.request_id}
-        if lookup.similarity is not None:
-            headers["X-Deja-Similarity"] = f"{lookup.similarity:.4f}"
-        decision = lookup.decision
-        if decision is not None:
-            headers["X-Deja-Reason"] = decision.reason.value
-            if decision.probability is not None and decision.bar is not None:
-                headers["X-Deja-Probability"] = f"{decision.probability:.4f}"
-            if not decision.hit:  # kept for older clients: the vetoing stage, or the reason (X-Deja-Reason)
-                headers["X-Deja-Veto"] = decision.vetoed_by or decision.reason.value
-        if lookup.response is not None:
-            headers["X-Deja-Entry"] = str(lookup.response.entry_id)
-        if exchange.key.mode_reason:
-            headers["X-Deja-Policy"] = f"{exchange.key.mode.value}: {exchange.key.mode_reason}"
-        return headers
-
     def _answer_from_cache(self, exchange: Exchange, lookup: Lookup, cached: CachedResponse,
                            served: dict[str, Any], policy: MatchPolicy) -> Response:
         self._count_hit(exchange, lookup, cached)
-        headers = self._headers(exchange, lookup, lookup.verdict)
+        headers = deja_headers(exchange, lookup, lookup.verdict)
         if lookup.verdict is Verdict.SEMANTIC_HIT:
-            self._audit(exchange, lookup, cached, policy)
+            self.labelling.audit(exchange, lookup, cached, policy)
         if exchange.stream:
             return StreamingResponse(_aiter(exchange.dialect.replay(served, exchange.body)),
                                      media_type="text/event-stream", headers=headers)
         return Response(jsonio.dumps(served), media_type="application/json", headers=headers)
 
-    def _audit(self, exchange: Exchange, lookup: Lookup, cached: CachedResponse, policy: MatchPolicy) -> None:
-        """Re-ask upstream for a sampled share of semantic hits (denser where an audit teaches most)."""
-        namespace, prompt = exchange.key.namespace, exchange.key.prompt
-        reason = self.rt.audit_sampler.draw(hit_facts(self.rt, namespace, lookup, policy), self.rt.audit_draw())
-        if reason is None:
-            return
-        if reason is not AuditReason.BASE:
-            self.rt.metrics.extra_audits.labels(reason.value).inc()
-        self.labeler.audit(exchange.request_id, exchange.dialect, exchange.body, exchange.headers, cached.body,
-                           label_case(namespace, prompt, lookup))
-
     def _count_hit(self, exchange: Exchange, lookup: Lookup, cached: CachedResponse) -> None:
         metrics = self.rt.metrics
         metrics.requests.labels(exchange.dialect.name, lookup.verdict.value).inc()
-        self._observe_time(exchange, lookup.verdict)
+        self.observer.time(exchange, lookup.verdict)
         self.rt.maintainer.touch(cached.entry_id)
         tokens = exchange.dialect.tokens(cached.body)
         if tokens is not None:
@@ -305,7 +201,7 @@ class Gateway:
         if response.status_code == 200:
             answer = exchange.dialect.stored_answer(_upstream_json(content, exchange))
             if answer is not None and exchange.storable and self._worth_storing(exchange, answer):
-                self._label_near_miss(exchange, answer, lookup)
+                self.labelling.near_miss(exchange, answer, lookup)
                 entry_id = await self._store(exchange, answer, lookup)
                 if entry_id is not None:
                     headers["X-Deja-Entry"] = str(entry_id)
@@ -313,7 +209,7 @@ class Gateway:
                     flight.settle(SharedAnswer(answer, entry_id))
         if flight is not None:
             flight.settle(None)
-        self._observe_time(exchange, exchange.forward_verdict)
+        self.observer.time(exchange, exchange.forward_verdict)
         return Response(content, status_code=response.status_code,
                         headers={**response_headers(response.headers), **headers})
 
@@ -327,7 +223,7 @@ class Gateway:
             content = await self.rt.upstream_for(exchange.dialect.upstream).read(response)
             if response.status_code == 200:
                 _upstream_json(content, exchange)
-            self._observe_time(exchange, exchange.forward_verdict)
+            self.observer.time(exchange, exchange.forward_verdict)
             return Response(content, status_code=response.status_code,
                             headers={**response_headers(response.headers), **headers})
         return StreamingResponse(self._relay(exchange, response, lookup, flight), status_code=200,
@@ -352,7 +248,7 @@ class Gateway:
                         if not self._worth_storing(exchange, answer):
                             yield chunk
                             continue
-                        self._label_near_miss(exchange, answer, lookup)
+                        self.labelling.near_miss(exchange, answer, lookup)
                         entry_id = await self._store(exchange, answer, lookup)
                         if flight is not None:
                             flight.settle(SharedAnswer(answer, entry_id))
@@ -367,7 +263,7 @@ class Gateway:
         finally:
             if flight is not None:
                 flight.settle(None)
-            self._observe_time(exchange, exchange.forward_verdict)
+            self.observer.time(exchange, exchange.forward_verdict)
 
     def _worth_storing(self, exchange: Exchange, answer: dict[str, Any]) -> bool:
         """A refusal, an empty answer or one of only failed tools is relayed, never stored (unless
@@ -377,15 +273,6 @@ class Gateway:
             self.rt.metrics.not_stored.labels(reason).inc()
             log.info("answer not cached (request %s): %s", exchange.request_id, reason)
         return reason is None
-
-    def _label_near_miss(self, exchange: Exchange, answer: dict[str, Any], lookup: Lookup) -> None:
-        """A candidate was found and not served: compare its answer with the fresh one, in the background."""
-        if lookup.candidate_response is not None and lookup.decision is not None:
-            explored = lookup.decision.reason is Reason.EXPLORED
-            source = LabelSource.EXPLORE if explored else LabelSource.SHADOW
-            case = label_case(exchange.key.namespace, exchange.key.prompt, lookup)
-            self.labeler.shadow(exchange.request_id, exchange.dialect, answer, lookup.candidate_response, case,
-                                exchange.headers, source)
 
     async def _store(self, exchange: Exchange, answer: dict[str, Any], lookup: Lookup) -> int | None:
         vector: QueryVectors | None = lookup.vector

@@ -1,13 +1,11 @@
-"""Everything a running gateway owns, built from `Settings` or passed in as `Parts`, and its background loop
-(replica catch-up, eviction, decision-log writes, per-namespace thresholds, label counts)."""
+"""Everything a running gateway owns, built from `Settings` or passed in as `Parts`. Its background loop is
+`service.upkeep`, its admin view `service.runtime_view`."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
-import threading
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -23,8 +21,8 @@ from index.embedding.embedder import Embedder, make_embedder
 from index.errors import StoreUnavailable
 from index.forgetting import Forgetting, Retention
 from index.guards.registry import build_stages
-from index.judge.model import JudgeModelError, load_judge
-from index.judge.pair_model import PairModelError, PairStage, load_pair_stage
+from index.judge.model import load_judge
+from index.judge.pair_model import load_pair_stage
 from index.maintenance import Maintainer
 from index.match.answers import AnswerBaselines
 from index.match.audit_sampler import AuditSampler
@@ -42,7 +40,7 @@ from index.search.snapshot import SnapshotDir
 from index.search.vector_index import VectorIndex, VectorIndexKind
 from index.storage.decision_log import DecisionLog, DecisionRecord
 from index.storage.differences import SqlDifferenceLog
-from index.storage.entries import EntryStore, display_url, make_engine
+from index.storage.entries import EntryStore, make_engine
 from index.storage.exact import ExactCache, LruExactCache, RedisExactCache
 from index.storage.judge_models import JudgeStore
 from index.storage.secret import check_secret
@@ -52,7 +50,9 @@ from service.dialects.base import UpstreamName
 from service.fairness import NamespaceGate, default_share
 from service.label_judge import LabelJudge
 from service.metrics import Metrics
+from service.runtime_view import RuntimeView
 from service.settings import Settings
+from service.upkeep import JudgeSync, Upkeep, UpkeepParts
 from service.upstream import Upstream
 
 log = logging.getLogger("deja.runtime")
@@ -125,24 +125,17 @@ class Runtime:
         # Shadow and audit labels embed answers in the background lane: never ahead of a request.
         self.background_embedder: Embedder = self.embedder.lane(Lane.BACKGROUND)
         self.snapshot = SnapshotDir(settings.data_dir / "snapshot")
-        self.ready = threading.Event()
-        self._last_snapshot = time.monotonic()
         self.policy = settings.policy()
         config = CacheConfig(self.policy, settings.ttl_seconds, settings.candidates, settings.decision_log_floor,
                              Shard(settings.shard, settings.shards), settings.context_memo_size)
         self.stages = build_stages(self.policy.stages)
         # A judge that cannot load stops start-up with its reason (JudgeModelError), like a bad setting would.
         judge = (parts.judge or load_judge(settings.judge_model)) if self.policy.reads_judge else None
-        # The judge of the settings (or shipped); a judge fitted from traffic and applied replaces it live.
-        self.prior_judge = judge
         self.judges = JudgeStore(self.engine)
-        self.judge_in_force: str | None = None
         self.audit_draw = parts.audit_draw
         pair = parts.pair
         if pair is None and judge is not None and parts.judge is None and settings.pair_model:
             pair = load_pair_stage()
-        # A judge refitted on the deployment's own labels decides alone (its bar is calibrated on them).
-        self.prior_pair = pair
         deciders = Deciders(self.stages, None, judge, Exploration(settings.explore_rate),
                             parts.draw, pair=pair)
         # Audits labelled by answer comparison are exact about the two answers; a label model errs at its rate.
@@ -154,7 +147,8 @@ class Runtime:
         self.cache = Cache(parts.exact or build_exact(settings), self.store,
                            build_index(settings, self.engine, self.embedder), self.embedder, config,
                            clock=self.clock, matcher=matcher)
-        self._indexed = 0
+        # The judge of the settings (or shipped); a judge fitted from traffic and applied replaces it live.
+        self.judge_sync = JudgeSync(self.judges, matcher, judge, pair)
         self.maintainer = Maintainer(self.cache, settings.max_entries, clock=self.clock,
                                      recount_seconds=settings.recount_interval_seconds)
         self.decisions = DecisionLog(self.engine)
@@ -172,12 +166,11 @@ class Runtime:
             settings.label_model, self.upstream, self.metrics, settings.prices_per_1k_tokens.get(settings.label_model))
         self.secret = settings.secret_bytes()
         self.credentials = credential_policy(settings)
-        self._pending: list[DecisionRecord] = []
-        self._pending_lock = threading.Lock()
-        # Upkeep ticks and callers may sync the judge at once: one at a time, or a slow load of the version read
-        # first could land after a newer sync and put a rolled-back judge back in force.
-        self._judge_sync_lock = threading.Lock()
-        self._started = False
+        self.upkeep = Upkeep(UpkeepParts(settings, self.metrics, self.cache, self.maintainer, self.forgetting,
+                                         self.budget, self.decisions, self.judge_sync, self.snapshot))
+        self.ready = self.upkeep.ready
+        self.view = RuntimeView(settings, self.policy, self.embedder, self.cache, self.store, self.decisions,
+                                self.maintainer, self.stages)
         self._task: asyncio.Task[None] | None = None
         self.audit_slots = asyncio.Semaphore(settings.audit_concurrency)
         self.heavy = NamespaceGate(settings.heavy_requests_per_namespace or default_share(available_cores()))
@@ -187,6 +180,19 @@ class Runtime:
     def thresholds(self) -> NamespacePolicies:
         """Each namespace's policy (stored thresholds, live bar levels): the matcher's."""
         return self.cache.matcher.namespaces
+
+    @property
+    def prior_judge(self) -> PairJudge | None:
+        return self.judge_sync.prior_judge
+
+    @property
+    def prior_pair(self) -> PairReader | None:
+        return self.judge_sync.prior_pair
+
+    @property
+    def judge_in_force(self) -> str | None:
+        """The applied judge's version (None: the prior)."""
+        return self.judge_sync.in_force
 
     def prior_bar(self, namespace: str) -> float:
         """The namespace's bar before the live budget moves it: the judge's cut, or the cosine threshold."""
@@ -208,7 +214,7 @@ class Runtime:
     def indexed(self) -> int:
         """Entries in the index: counted now in process, as of the last upkeep round for a shared index (the
         event loop asks, and must not wait on SQL)."""
-        return len(self.index) if isinstance(self.index, SemanticIndex) else self._indexed
+        return len(self.index) if isinstance(self.index, SemanticIndex) else self.upkeep.indexed_entries
 
     def start(self) -> None:
         """Create the schema and check the namespace secret against it, then load the index in the background:
@@ -221,52 +227,27 @@ class Runtime:
                 check_pgvector(self.engine, self.index.dim)  # VectorIndexUnavailable stops start-up with its reason
         except StoreUnavailable as exc:
             log.error("entry store unavailable at start-up, serving degraded: %s", exc)
-        self._task = asyncio.get_running_loop().create_task(self._loop())
+        self._task = asyncio.get_running_loop().create_task(self.upkeep.run())
 
     def load_index(self) -> None:
-        """Start-up in a worker thread: the index from the snapshot (plus catch-up from SQL) or rebuilt, while
-        another thread loads the pair model (both mostly outside the GIL: file reads, ONNX Runtime, hnswlib)."""
-        warming = threading.Thread(target=self._warm_pair_model, name="deja-warm-pair", daemon=True)
-        warming.start()
-        try:
-            report = self.maintainer.start(self.snapshot if self.settings.snapshot_interval_seconds else None)
-            self._started = True
-            self._indexed = len(self.index)
-            how = ("pgvector, shared" if not isinstance(self.index, SemanticIndex) else
-                   "from snapshot" if report.from_snapshot else "rebuilt from SQL")
-            log.info("index ready: %d entries (%s, %d caught up from SQL)", self._indexed, how, report.added)
-        except StoreUnavailable as exc:
-            log.error("entry store unavailable at start-up, serving degraded: %s", exc)
-        finally:
-            warming.join()
-            self.ready.set()
-
-    def _warm_pair_model(self) -> None:
-        """Load the pair model before the first request needs it; one that cannot load leaves the judge alone."""
-        if not isinstance(self.prior_pair, PairStage):
-            return
-        try:
-            self.prior_pair.warm()
-        except PairModelError as exc:
-            log.error("pair model not loaded, the judge decides alone: %s", exc)
-            self.prior_pair = None
-            self.cache.matcher.swap_judge(self.cache.deciders.judge, None)
+        self.upkeep.load_index()
 
     def save_snapshot(self) -> None:
-        """Save the index beside its SQL watermark (periodically in `tick`, and at shutdown)."""
-        if (not self._started or not self.settings.snapshot_interval_seconds
-                or not isinstance(self.index, SemanticIndex)):
-            return
-        try:
-            manifest = self.maintainer.save_snapshot(self.snapshot)
-            log.info("snapshot saved: %d entries up to id %d", manifest.entries, manifest.watermark)
-        except (OSError, RuntimeError) as exc:
-            log.warning("snapshot not saved: %s", exc)
-        self._last_snapshot = time.monotonic()
+        self.upkeep.save_snapshot()
 
     def log_decision(self, record: DecisionRecord) -> None:
-        with self._pending_lock:
-            self._pending.append(record)
+        self.upkeep.log_decision(record)
+
+    def flush_decisions(self) -> None:
+        self.upkeep.flush_decisions()
+
+    def tick(self, evict: bool) -> None:
+        """One round of upkeep, in a worker thread."""
+        self.upkeep.tick(evict)
+
+    def sync_judge(self) -> None:
+        """Put in force the judge `eval fit --traffic --apply` (or `--rollback`) chose, if it changed."""
+        self.judge_sync.sync()
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run a background coroutine, keeping a reference so it is not garbage-collected mid-flight."""
@@ -274,130 +255,11 @@ class Runtime:
         self.background.add(task)
         task.add_done_callback(self.background.discard)
 
-    def flush_decisions(self) -> None:
-        with self._pending_lock:
-            batch, self._pending = self._pending, []
-        try:
-            self.decisions.record(batch)
-        except StoreUnavailable as exc:
-            log.warning("dropped %d decision-log records: %s", len(batch), exc)
-
-    def tick(self, evict: bool) -> None:
-        """One round of upkeep, in a worker thread."""
-        self.flush_decisions()
-        if not self._started:
-            self.maintainer.start()
-            self._started = True
-        self.maintainer.sync()
-        if evict:
-            self.metrics.evictions.inc(self.maintainer.evict())
-            self.forgetting.sweep()
-            self._label_metrics()
-            self.budget.refresh()
-            if self.policy.reads_judge:
-                self.cache.histories = self.decisions.entry_histories()
-        self.sync_judge()
-        self.thresholds.by_namespace = self.decisions.thresholds()
-        if evict or isinstance(self.index, SemanticIndex):  # a shared index is counted in SQL: not every round
-            self._indexed = len(self.index)
-        self.metrics.indexed.set(self._indexed)
-        interval = self.settings.snapshot_interval_seconds
-        if interval and time.monotonic() - self._last_snapshot >= interval:
-            self.save_snapshot()
-
-    def sync_judge(self) -> None:
-        """Put in force the judge `eval fit --traffic --apply` (or `--rollback`) chose, if it changed."""
-        if self.prior_judge is None:
-            return
-        with self._judge_sync_lock:
-            version = self.judges.in_force()
-            if version == self.judge_in_force:
-                return
-            try:
-                judge = self.prior_judge if version is None else self.judges.load(version)
-            except JudgeModelError as exc:
-                log.error("judge %s not put in force, keeping the one in force: %s", version, exc)
-                return
-            pair = self.prior_pair if version is None else None
-            self.cache.matcher.swap_judge(judge, pair)
-            self.judge_in_force = version
-            log.info("judge in force: %s", judge.version)
-
     def describe(self) -> str:
-        """The start-up block `deja serve` logs: what was loaded, where the data lives, what decides."""
-        s, judge, pair = self.settings, self.cache.deciders.judge, self.cache.deciders.pair
-        if self.policy.guarded:
-            reader = "" if pair is None or judge is None else f" + pair model {pair.version}"
-            learned = "" if judge is None else f", vetoed when judge {judge.version}{reader} P < " \
-                f"{self.policy.veto_below:g}"
-            decision = (f"cosine >= {self.policy.min_similarity:g} (a plain rewording at any cosine), guards "
-                        f"{', '.join(self.policy.stages) or 'none'}{learned}; conversations: cosine >= "
-                        f"{self.policy.conversation_threshold:g}")
-        elif self.policy.judged and judge is not None:
-            scorer = judge if pair is None else pair
-            reader = "" if pair is None else f" + pair model {pair.version}"
-            decision = (f"judge {judge.version}{reader} at a false-hit budget of {self.policy.max_false_hit_rate:g} "
-                        f"(bar {scorer.cut(self.policy.max_false_hit_rate):.3f}), candidates >= "
-                        f"{self.policy.candidate_floor:g}; conversations: cosine >= "
-                        f"{self.policy.conversation_threshold:g}")
-        else:
-            decision = f"cosine threshold {self.policy.min_similarity:g} then guards {', '.join(self.policy.stages)}"
-        ttl = "forever" if s.ttl_seconds is None else f"{s.ttl_seconds:g} s"
-        lines = [
-            "Deja ready to start",
-            f"  embedder   {self.embedder.model_id} ({s.embedder.value})",
-            f"  decision   {decision}",
-            f"  entries    {display_url(s.sql_url)} (ttl {ttl}, at most {s.max_entries or 'unlimited'})",
-            f"  exact tier {'redis ' + display_url(s.redis_url) if s.redis_url else 'in-process LRU'}",
-            f"  data dir   {s.data_dir.resolve()}",
-            f"  upstreams  chat/responses {s.upstream_url}, messages {s.anthropic_upstream_url}",
-            f"  labels     audits {s.audit_rate:g} of semantic hits, exploration {s.explore_rate:g}, admin "
-            f"{'on' if s.admin_token else 'off (no DEJA_ADMIN_TOKEN)'}",
-        ]
-        return "\n".join(lines)
+        return self.view.describe()
 
     def stats(self) -> dict[str, Any]:
-        """What `/deja/stats` shows, in a worker thread (it counts entries and labels in SQL)."""
-        try:
-            entries = self.store.count()
-            labels = self.decisions.label_counts()
-        except StoreUnavailable:
-            entries, labels = -1, {}
-        by_namespace = self.thresholds.by_namespace.items()
-        return {
-            "entries": entries, "indexed": len(self.index), "evictions": self.maintainer.evictions,
-            "min_similarity": self.thresholds.default,
-            "thresholds": {ns: {"min_similarity": v, "labels": n} for ns, (v, n) in by_namespace},
-            "stages": [s.name for s in self.stages], "labels": labels,
-        }
-
-    def _label_metrics(self) -> None:
-        counts = self.decisions.label_counts()
-        judged = wrong = 0
-        for source, tally in counts.items():
-            for verdict, n in tally.items():
-                self.metrics.labels.labels(source, verdict).set(n)
-            if source not in ("shadow", "explore"):  # these judge near-misses and would-be hits, not served hits
-                judged += tally["correct"] + tally["wrong"]
-                wrong += tally["wrong"]
-        self.metrics.false_hit_rate.set(wrong / judged if judged else 0.0)
-        with contextlib.suppress(StoreUnavailable):
-            self.metrics.entries.set(self.maintainer.entry_count())
-
-    async def _loop(self) -> None:
-        await run_in_threadpool(self.load_index)
-        last_evict = 0.0
-        while True:
-            await asyncio.sleep(self.settings.sync_interval_seconds)
-            evict = time.monotonic() - last_evict >= self.settings.evict_interval_seconds
-            try:
-                await run_in_threadpool(self.tick, evict)
-                if evict:
-                    last_evict = time.monotonic()
-            except StoreUnavailable as exc:
-                log.warning("upkeep skipped, store unavailable: %s", exc)
-            except Exception:  # the loop must survive anything; the next tick retries
-                log.exception("upkeep failed")
+        return self.view.stats()
 
     async def close(self) -> None:
         if self._task is not None:

@@ -12,7 +12,7 @@ import numpy.typing as npt
 from index.judge.features import JudgeInput, feature_matrix
 from index.judge.fit import TrainingPlan, calibrate, held_out, train
 from index.judge.model import Judge
-from index.judge.pair_model import Combination
+from index.judge.pair_calibration import Combination
 
 # Near-twin intents: each pair shares most words and needs another answer.
 WORDINGS = {

@@ -4,15 +4,14 @@ Fine-tuned from the bundled all-MiniLM-L6-v2 on question-shaped pairs (scripts/p
 scripts/train_pair_model.py). The shipped folder (index/data/pair/) holds only what fine-tuning changed;
 the word embeddings are read from the bundled model, whose hash the metadata records and the loader checks.
 A pair is scored in both orders and the logits averaged, so the score is symmetric. `combine` joins the
-judge's probability, this model's and the cosine into one P(same answer) with the stack fitted by
-scripts/eval_pair_model.py and stored in the metadata.
+judge's probability, this model's and the cosine into one P(same answer) with the stack (`Combination`, in
+`index.judge.pair_calibration`) fitted by scripts/eval_pair_model.py and stored in the metadata.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import threading
 from collections import OrderedDict
@@ -28,6 +27,7 @@ import numpy.typing as npt
 
 from index.embedding.embedder import bundled_model_path
 from index.errors import DejaError
+from index.judge.pair_calibration import Calibration, Combination
 
 WEIGHTS_FILE = "model.safetensors"
 ONNX_FILE = "model.int8.onnx"  # the runtime's export (scripts/export_pair_model.py): self-contained, int8 weights
@@ -35,7 +35,6 @@ CONFIG_FILE = "config.json"
 METADATA_FILE = "metadata.json"
 WORD_EMBEDDINGS = "embeddings.word_embeddings.weight"
 KIND = "pair_cross_encoder"
-_EPS = 1e-4
 # The pair P the stack reads is clipped to [PAIR_CLIP, 1 - PAIR_CLIP] (in fitting and at run time).
 PAIR_CLIP = 0.02
 # Pairs whose ONNX score is kept, least recently read dropped first (two prompts and a float each).
@@ -62,89 +61,6 @@ def _file_sha256(path: Path) -> str:
 def embeddings_sha256(tensor: Any) -> str:
     """SHA-256 of a float32 tensor's bytes, to tie the shipped layers to the word embeddings they were tuned on."""
     return hashlib.sha256(tensor.contiguous().numpy().astype(np.float32).tobytes()).hexdigest()
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """Monotone map from the mean logit to P(same answer): linear between fitted knots, clipped outside."""
-
-    xs: tuple[float, ...]
-    ys: tuple[float, ...]
-
-    def __post_init__(self) -> None:
-        if len(self.xs) != len(self.ys) or not self.xs:
-            raise ValueError("calibration needs as many ys as xs, and at least one knot")
-        if any(b < a for a, b in zip(self.xs, self.xs[1:], strict=False)):
-            raise ValueError("calibration xs must be sorted")
-        if not all(0.0 <= y <= 1.0 for y in self.ys):
-            raise ValueError("calibration ys must be probabilities")
-
-    @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> Calibration:
-        return cls(tuple(map(float, raw["xs"])), tuple(map(float, raw["ys"])))
-
-    def probabilities(self, raw: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        return np.interp(raw, self.xs, self.ys)
-
-
-def _logit(p: float) -> float:
-    p = min(max(p, _EPS), 1.0 - _EPS)
-    return math.log(p / (1.0 - p))
-
-
-@dataclass(frozen=True)
-class Combination:
-    """Logistic stack: P = sigmoid(w_judge * logit(judge P) + w_pair * logit(pair P) + w_cos * cosine + bias).
-
-    `min_probability` is the bar fitted with it: the smallest P whose false-hit rate stays within the budget
-    on each realistic calibration source. Every input is about the one pair (no rank or margin), so a lone
-    candidate scores as it would among many.
-    """
-
-    w_judge: float
-    w_pair: float
-    w_cosine: float
-    bias: float
-    min_probability: float
-    # (budget, bar) pairs, budgets ascending: the lowest P whose wrong / served stays within that budget on each
-    # realistic calibration source. Empty = only `min_probability`, at the budget it was fitted for.
-    bars: tuple[tuple[float, float], ...] = ()
-    budget: float = 0.02
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.min_probability <= 1.0:
-            raise ValueError(f"min_probability must be a probability, got {self.min_probability}")
-        if any(b[0] >= a[0] for a, b in zip(self.bars[1:], self.bars, strict=False)):
-            raise ValueError("combination bars must be sorted by budget")
-
-    def cut(self, max_false_hit_rate: float) -> float:
-        """The bar for a budget: that of the largest fitted budget not above it (never a looser one); a budget
-        below every fitted one serves nothing."""
-        table = self.bars or ((self.budget, self.min_probability),)
-        fitted = [bar for budget, bar in table if budget <= max_false_hit_rate + 1e-12]
-        return fitted[-1] if fitted else math.inf
-
-    def bounds(self, judge_p: float, cosine: float, pair_range: tuple[float, float]) -> tuple[float, float]:
-        """The lowest and highest P the stack can give this judge P and cosine, over the pair model's range: when
-        a bar lies outside them, the pair model cannot change the decision and need not run."""
-        low, high = (self.probability(judge_p, p, cosine) for p in pair_range)
-        return (low, high) if low <= high else (high, low)
-
-    def probability(self, judge_p: float, pair_p: float, cosine: float) -> float:
-        for name, value in (("judge_p", judge_p), ("pair_p", pair_p)):
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must be a probability in [0, 1], got {value}")
-        if not -1.0 - 1e-6 <= cosine <= 1.0 + 1e-6:
-            raise ValueError(f"cosine must be a similarity in [-1, 1], got {cosine}")
-        z = self.w_judge * _logit(judge_p) + self.w_pair * _logit(pair_p) + self.w_cosine * cosine + self.bias
-        return 1.0 / (1.0 + math.exp(-max(min(z, 60.0), -60.0)))
-
-    @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> Combination:
-        w = raw["weights"]
-        bars = tuple((float(b), float(v)) for b, v in raw.get("bars", ()))
-        return cls(float(w["judge"]), float(w["pair"]), float(w["cosine"]), float(raw["bias"]),
-                   float(raw["min_probability"]), bars, float(raw.get("budget", 0.02)))
 
 
 @dataclass(frozen=True)
@@ -204,6 +120,8 @@ class PairModel:
         # ONNX scores of pairs read before, most recent last: each pair runs alone, so its score is a pure function
         # of its two texts and a repeated pair (a popular rewording, a retried request) need not run again.
         self._scores: OrderedDict[tuple[str, str], float] = OrderedDict()
+        # Pairs the ONNX session has run (a pair answered from the memo does not count).
+        self.runs = 0
 
     def _load_onnx(self, folder: Path, base: Path, threads: int | None) -> None:
         import onnxruntime as ort
@@ -271,6 +189,7 @@ class PairModel:
                 self._scores.move_to_end((a, b))
                 return known
             score = self._onnx_run(a, b)
+            self.runs += 1
             self._scores[(a, b)] = score
             if len(self._scores) > SCORE_MEMO_PAIRS:
                 self._scores.popitem(last=False)

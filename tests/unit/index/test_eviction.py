@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from index.cache import Cache
 from index.maintenance import Maintainer
 from index.request.keys import build_key
-from index.storage.entries import CountMark, EntryStore
 from support.caches import ANSWER, chat_body, sqlite_cache
 
 
@@ -33,20 +30,10 @@ def test_running_count_follows_inserts_and_deletes_without_recounting(tmp_path: 
     assert cache.store.count_mark(base).total == cache.store.count() == 3
 
 
-def test_eviction_caps_entries_with_one_full_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_eviction_caps_entries_with_one_full_count(tmp_path: Path) -> None:
     now = [100.0]
     cache = sqlite_cache(tmp_path / "db.sqlite")
     maintainer = Maintainer(cache, max_entries=3, clock=lambda: now[0], recount_seconds=1000.0)
-    full_counts: list[CountMark] = []
-    original = EntryStore.count_mark
-
-    def counting(self: EntryStore, base: CountMark | None = None) -> CountMark:
-        mark = original(self, base)
-        if base is None:
-            full_counts.append(mark)
-        return mark
-
-    monkeypatch.setattr(EntryStore, "count_mark", counting)
     for round_ in range(3):
         for i in range(2):
             store(cache, f"round {round_} question {i}")
@@ -54,6 +41,6 @@ def test_eviction_caps_entries_with_one_full_count(tmp_path: Path, monkeypatch: 
         maintainer.evict()
         assert cache.store.count() == min(3, 2 * (round_ + 1))
 
-    assert len(full_counts) == 1 and maintainer.evictions == 3
+    assert maintainer.full_counts == 1 and maintainer.evictions == 3
     now[0] += 1000.0
-    assert maintainer.entry_count() == 3 and len(full_counts) == 2  # the periodic re-count
+    assert maintainer.entry_count() == 3 and maintainer.full_counts == 2  # the periodic re-count

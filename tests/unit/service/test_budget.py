@@ -104,12 +104,14 @@ async def test_a_label_model_labels_audits_and_agreeing_wrong_hits_raise_the_bar
 
 @pytest.mark.asyncio
 async def test_a_label_reply_that_is_not_a_verdict_gives_no_label(tmp_path: Path) -> None:
-    async with inprocess_gateway(tmp_path, decision="judge", audit_rate=1.0, label_model="judge-llm") as gw:
-        gw.runtime.cache.matcher.swap_judge(FixedJudge(0.99), gw.runtime.cache.deciders.pair)
+    async with inprocess_gateway(tmp_path, Parts(judge=FixedJudge(0.99)), decision="judge", audit_rate=1.0,
+                                 label_model="judge-llm") as gw:
         gw.upstream.labels.reply = "I think they are the same."
-        await gw.chat("how do i pin a message")
-        await gw.chat("how do i unpin a message")
+        await gw.chat("archive old slack channel")
+        # A served hit, audited (rate 1.0): the label model is asked about it and answers no verdict.
+        assert (await gw.chat("archive old slack thread")).headers["x-deja-cache"] == "hit-semantic"
         assert await asyncio.to_thread(wait_for, lambda: gw.upstream.labels.calls)
+        assert gw.upstream.labels.calls[0]["question"] == "archive old slack thread"
         assert await asyncio.to_thread(wait_for, lambda: _no_label_count(gw) == 1)
         assert _labels(gw, LabelSource.AUDIT) == []
 

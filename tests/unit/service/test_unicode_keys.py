@@ -37,7 +37,7 @@ async def test_number_spellings_share_an_entry(tmp_path: Path) -> None:
 
 async def test_word_changed_by_its_accent_is_not_served(tmp_path: Path) -> None:
     # Threshold mode, where the lexical embedder puts the pair above the threshold; judge mode's veto is tested
-    # with the shipped judge and a control candidate in tests/unit/index/test_safety.py.
+    # with the shipped judge and a control candidate in tests/unit/index/guards/test_safety.py.
     async with inprocess_gateway(tmp_path, decision="threshold") as gw:
         await gw.chat("how long should i rest the pate dough before rolling it out")
         changed = await gw.chat("how long should i rest the p\u00e2t\u00e9 dough before rolling it out")

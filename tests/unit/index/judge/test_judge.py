@@ -216,7 +216,7 @@ def shipped() -> Judge:
 
 
 def test_shipped_prior_records_its_data_and_licences(shipped: Judge) -> None:
-    meta = json.loads((Path(__file__).parents[3] / "index" / "data" / "judge" / METADATA_FILE).read_text())
+    meta = json.loads((Path(__file__).parents[4] / "index" / "data" / "judge" / METADATA_FILE).read_text())
     assert meta["version"] == shipped.version
     licences = " ".join(meta["data"]["licenses"].values()).lower()
     assert "non-commercial" not in licences and "nc" not in licences.replace("licence", "").split()

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from index.judge.pair_model import Combination
+from index.judge.pair_calibration import Combination
 from index.match.decide import Deciders, decide
 from index.match.judged import JudgeSetup, judge
 from index.match.outcome import Candidate, Reason

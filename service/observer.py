@@ -1,0 +1,70 @@
+"""What the gateway records about each request: its metrics, its line in the decision log, and the `X-Deja-*`
+response headers that tell the caller what happened."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from index.match.matcher import DIFFERENCE
+from index.match.outcome import Lookup
+from index.records import Verdict
+from index.storage.decision_log import DecisionRecord
+from service.exchange import Exchange
+from service.metrics import Metrics
+
+
+class Observer:
+    """Counts and logs; never changes what is served."""
+
+    def __init__(self, metrics: Metrics, log_decision: Callable[[DecisionRecord], None],
+                 clock: Callable[[], float]) -> None:
+        self.metrics = metrics
+        self.log_decision = log_decision
+        self.clock = clock
+
+    def lookup(self, exchange: Exchange, lookup: Lookup, min_similarity: float) -> None:
+        """A lookup's stage timings, degraded backends, vetoes and misses; its decision to the decision log."""
+        metrics = self.metrics
+        for stage, ms in lookup.timings_ms.items():
+            metrics.stage_seconds.labels(stage).observe(ms / 1000)
+        for backend in lookup.degraded:
+            metrics.degraded.labels(backend).inc()
+        decision = lookup.decision
+        if decision is None or lookup.candidate_prompt is None:
+            return
+        if decision.vetoed_by is not None:
+            metrics.vetoes.labels(decision.vetoed_by).inc()
+        if decision.vetoed_by == DIFFERENCE:
+            metrics.differences.inc()
+        if decision.pair_read:
+            metrics.pair_reads.inc(decision.pair_read)
+        if not decision.hit:
+            metrics.misses.labels(decision.reason.value).inc()
+        self.log_decision(DecisionRecord(
+            exchange.request_id, exchange.key.namespace, exchange.key.model, exchange.key.prompt,
+            lookup.candidate_id, lookup.candidate_prompt, decision.similarity, min_similarity, decision.logged_stages(),
+            lookup.verdict.value, decision.reason, decision.vetoed_by, self.clock(), exchange.dialect.name))
+
+    def time(self, exchange: Exchange, verdict: Verdict) -> None:
+        self.metrics.request_seconds.labels(exchange.dialect.name, verdict.value).observe(
+            time.perf_counter() - exchange.started)
+
+
+def deja_headers(exchange: Exchange, lookup: Lookup, verdict: Verdict) -> dict[str, str]:
+    """The `X-Deja-*` headers of a response: the verdict, the request id, and what the decision saw."""
+    headers = {"X-Deja-Cache": verdict.value, "X-Deja-Request-Id": exchange.request_id}
+    if lookup.similarity is not None:
+        headers["X-Deja-Similarity"] = f"{lookup.similarity:.4f}"
+    decision = lookup.decision
+    if decision is not None:
+        headers["X-Deja-Reason"] = decision.reason.value
+        if decision.probability is not None and decision.bar is not None:
+            headers["X-Deja-Probability"] = f"{decision.probability:.4f}"
+        if not decision.hit:  # kept for older clients: the vetoing stage, or the reason (X-Deja-Reason)
+            headers["X-Deja-Veto"] = decision.vetoed_by or decision.reason.value
+    if lookup.response is not None:
+        headers["X-Deja-Entry"] = str(lookup.response.entry_id)
+    if exchange.key.mode_reason:
+        headers["X-Deja-Policy"] = f"{exchange.key.mode.value}: {exchange.key.mode_reason}"
+    return headers

@@ -1,0 +1,207 @@
+"""A running gateway's upkeep: start-up index load, then a loop of rounds (replica catch-up, eviction, forgetting,
+decision-log writes, label metrics, the live budget, per-namespace thresholds, the judge in force, snapshots)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+from starlette.concurrency import run_in_threadpool
+
+from index.cache import Cache
+from index.errors import StoreUnavailable
+from index.forgetting import Forgetting
+from index.judge.model import JudgeModelError
+from index.judge.pair_model import PairModelError, PairStage
+from index.maintenance import Maintainer
+from index.match.judged import PairJudge, PairReader
+from index.match.matcher import Matcher
+from index.search.hnsw import SemanticIndex
+from index.search.snapshot import SnapshotDir
+from index.storage.decision_log import DecisionLog, DecisionRecord
+from index.storage.judge_models import JudgeStore
+from service.budget import BudgetKeeper
+from service.metrics import Metrics
+from service.settings import Settings
+
+log = logging.getLogger("deja.runtime")
+
+
+class JudgeSync:
+    """Keeps the judge in force the one `eval fit --traffic --apply` (or `--rollback`) chose, on every replica.
+
+    `prior_judge` is the judge of the settings (or the shipped one), `prior_pair` the pair model stacked with it;
+    a judge refitted on the deployment's own labels decides alone (its bar is calibrated on them)."""
+
+    def __init__(self, judges: JudgeStore, matcher: Matcher, prior_judge: PairJudge | None,
+                 prior_pair: PairReader | None) -> None:
+        self.judges = judges
+        self.matcher = matcher
+        self.prior_judge = prior_judge
+        self.prior_pair = prior_pair
+        self.in_force: str | None = None
+        # Upkeep ticks and callers may sync the judge at once: one at a time, or a slow load of the version read
+        # first could land after a newer sync and put a rolled-back judge back in force.
+        self._lock = threading.Lock()
+
+    def sync(self) -> None:
+        """Put in force the judge the judge store names, if it changed."""
+        if self.prior_judge is None:
+            return
+        with self._lock:
+            version = self.judges.in_force()
+            if version == self.in_force:
+                return
+            try:
+                judge = self.prior_judge if version is None else self.judges.load(version)
+            except JudgeModelError as exc:
+                log.error("judge %s not put in force, keeping the one in force: %s", version, exc)
+                return
+            pair = self.prior_pair if version is None else None
+            self.matcher.swap_judge(judge, pair)
+            self.in_force = version
+            log.info("judge in force: %s", judge.version)
+
+    def warm_pair_model(self) -> None:
+        """Load the pair model before the first request needs it; one that cannot load leaves the judge alone."""
+        if not isinstance(self.prior_pair, PairStage):
+            return
+        try:
+            self.prior_pair.warm()
+        except PairModelError as exc:
+            log.error("pair model not loaded, the judge decides alone: %s", exc)
+            self.prior_pair = None
+            self.matcher.swap_judge(self.matcher.deciders.judge, None)
+
+
+@dataclass(frozen=True)
+class UpkeepParts:
+    """What the upkeep rounds work on: the runtime's parts."""
+
+    settings: Settings
+    metrics: Metrics
+    cache: Cache
+    maintainer: Maintainer
+    forgetting: Forgetting
+    budget: BudgetKeeper
+    decisions: DecisionLog
+    judge_sync: JudgeSync
+    snapshot: SnapshotDir
+
+
+class Upkeep:
+    """The background work of one replica; `run()` is its loop, each round (`tick`) runs in a worker thread."""
+
+    def __init__(self, parts: UpkeepParts) -> None:
+        self.parts = parts
+        self.ready = threading.Event()
+        self.started = False
+        # Entries in the index as of the last count (a shared index is counted in SQL: not every round).
+        self.indexed_entries = 0
+        self._last_snapshot = time.monotonic()
+        self._pending: list[DecisionRecord] = []
+        self._pending_lock = threading.Lock()
+
+    def log_decision(self, record: DecisionRecord) -> None:
+        with self._pending_lock:
+            self._pending.append(record)
+
+    def flush_decisions(self) -> None:
+        with self._pending_lock:
+            batch, self._pending = self._pending, []
+        try:
+            self.parts.decisions.record(batch)
+        except StoreUnavailable as exc:
+            log.warning("dropped %d decision-log records: %s", len(batch), exc)
+
+    def load_index(self) -> None:
+        """Start-up in a worker thread: the index from the snapshot (plus catch-up from SQL) or rebuilt, while
+        another thread loads the pair model (both mostly outside the GIL: file reads, ONNX Runtime, hnswlib)."""
+        p = self.parts
+        warming = threading.Thread(target=p.judge_sync.warm_pair_model, name="deja-warm-pair", daemon=True)
+        warming.start()
+        try:
+            report = p.maintainer.start(p.snapshot if p.settings.snapshot_interval_seconds else None)
+            self.started = True
+            index = p.cache.index
+            self.indexed_entries = len(index)
+            how = ("pgvector, shared" if not isinstance(index, SemanticIndex) else
+                   "from snapshot" if report.from_snapshot else "rebuilt from SQL")
+            log.info("index ready: %d entries (%s, %d caught up from SQL)", self.indexed_entries, how, report.added)
+        except StoreUnavailable as exc:
+            log.error("entry store unavailable at start-up, serving degraded: %s", exc)
+        finally:
+            warming.join()
+            self.ready.set()
+
+    def save_snapshot(self) -> None:
+        """Save the index beside its SQL watermark (periodically in `tick`, and at shutdown)."""
+        p = self.parts
+        if (not self.started or not p.settings.snapshot_interval_seconds
+                or not isinstance(p.cache.index, SemanticIndex)):
+            return
+        try:
+            manifest = p.maintainer.save_snapshot(p.snapshot)
+            log.info("snapshot saved: %d entries up to id %d", manifest.entries, manifest.watermark)
+        except (OSError, RuntimeError) as exc:
+            log.warning("snapshot not saved: %s", exc)
+        self._last_snapshot = time.monotonic()
+
+    def tick(self, evict: bool) -> None:
+        """One round of upkeep, in a worker thread."""
+        p = self.parts
+        self.flush_decisions()
+        if not self.started:
+            p.maintainer.start()
+            self.started = True
+        p.maintainer.sync()
+        if evict:
+            p.metrics.evictions.inc(p.maintainer.evict())
+            p.forgetting.sweep()
+            self._label_metrics()
+            p.budget.refresh()
+            if p.cache.config.policy.reads_judge:
+                p.cache.histories = p.decisions.entry_histories()
+        p.judge_sync.sync()
+        p.cache.matcher.namespaces.by_namespace = p.decisions.thresholds()
+        if evict or isinstance(p.cache.index, SemanticIndex):  # a shared index is counted in SQL: not every round
+            self.indexed_entries = len(p.cache.index)
+        p.metrics.indexed.set(self.indexed_entries)
+        interval = p.settings.snapshot_interval_seconds
+        if interval and time.monotonic() - self._last_snapshot >= interval:
+            self.save_snapshot()
+
+    def _label_metrics(self) -> None:
+        p = self.parts
+        counts = p.decisions.label_counts()
+        judged = wrong = 0
+        for source, tally in counts.items():
+            for verdict, n in tally.items():
+                p.metrics.labels.labels(source, verdict).set(n)
+            if source not in ("shadow", "explore"):  # these judge near-misses and would-be hits, not served hits
+                judged += tally["correct"] + tally["wrong"]
+                wrong += tally["wrong"]
+        p.metrics.false_hit_rate.set(wrong / judged if judged else 0.0)
+        with contextlib.suppress(StoreUnavailable):
+            p.metrics.entries.set(p.maintainer.entry_count())
+
+    async def run(self) -> None:
+        """Load the index, then one round every `DEJA_SYNC_INTERVAL_SECONDS` (evicting every
+        `DEJA_EVICT_INTERVAL_SECONDS`) until cancelled."""
+        await run_in_threadpool(self.load_index)
+        last_evict = 0.0
+        while True:
+            await asyncio.sleep(self.parts.settings.sync_interval_seconds)
+            evict = time.monotonic() - last_evict >= self.parts.settings.evict_interval_seconds
+            try:
+                await run_in_threadpool(self.tick, evict)
+                if evict:
+                    last_evict = time.monotonic()
+            except StoreUnavailable as exc:
+                log.warning("upkeep skipped, store unavailable: %s", exc)
+            except Exception:  # the loop must survive anything; the next tick retries
+                log.exception("upkeep failed")
