@@ -16,10 +16,12 @@ from typing import Any
 import httpx
 
 from index.embedding.embedder import HashEmbedder
+from index.judge.pair_model import shipped_combination
 from service.app import create_app
 from service.gateway import Gateway
 from service.runtime import Parts, Runtime
 from service.settings import Settings
+from support.judges import FixedPair
 from support.label_stub import LabelStub, is_label_call
 from support.stub_dialects import CUT_AFTER, ChatApi, MessagesApi, ResponsesApi, StubApi
 
@@ -136,6 +138,10 @@ async def inprocess_gateway(tmp_path: Path, parts: Parts | None = None, **settin
                          "audit_rate": 0.0, "explore_rate": 0.0,
                          **settings})
     base = parts or Parts()
+    if base.pair is None and base.judge is None:
+        # The shipped stack over a fake pair model (no model file; P 0.5 for every pair): unit tests read no
+        # model weights. The real pair model is tested by the integration suite.
+        base = dataclasses.replace(base, pair=FixedPair(shipped_combination(), {}))
     app = create_app(config, dataclasses.replace(base, embedder=HashEmbedder(dim=256), transport=upstream.transport,
                                                  clock=clock))
     async with app.router.lifespan_context(app):

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 from threadpoolctl import threadpool_limits
 
+from index.judge import pair_model
 from index.judge.model import Judge
 from support.judges import small_judge
 
@@ -17,6 +18,17 @@ def _one_native_thread() -> Iterator[None]:
     # rows then takes tens of seconds instead of well under one. The unit tests' data is tiny: one thread.
     with threadpool_limits(limits=1):
         yield
+
+
+@pytest.fixture(autouse=True)
+def _no_model_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The unit suite loads no model file: the pair model is a fake through its seam (`support.judges.FixedPair`,
+    which `support.inprocess` passes by default); a test that reaches the real one fails here."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a unit test loaded the pair model's file; pass support.judges.FixedPair")
+
+    monkeypatch.setattr(pair_model.PairModel, "__init__", refuse)
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,9 @@ FAST = ["--embedder", "hash", "--decision", "threshold", "--threshold", "0.5:0.9
 
 
 def _run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args))
+    # The unit suite reads no model file: the commands' plumbing is tested with the judge alone (the shipped pair
+    # model is exercised by the integration suite and by the real-traffic gate).
+    result = CliRunner().invoke(app, list(args), env={"DEJA_PAIR_MODEL": "false"})
     return result.exit_code, result.stdout, result.stderr
 
 
