@@ -27,7 +27,7 @@ from index.match.explore import Exploration
 from index.match.judged import PairReader
 from index.match.outcome import Lookup
 from index.match.policy import DEFAULT_POLICY, MatchPolicy
-from index.records import Verdict
+from index.records import Verdict, answer_text
 from index.request.keys import build_key
 from index.search.hnsw import SemanticIndex
 from index.storage.entries import EntryStore, make_engine
@@ -51,10 +51,6 @@ def stub_upstream(request: StreamRequest) -> dict[str, Any]:
                      "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
     }
-
-
-def answer_text(response: dict[str, Any]) -> str:
-    return str(response["choices"][0]["message"]["content"])
 
 
 @dataclass(frozen=True)

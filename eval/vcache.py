@@ -25,8 +25,9 @@ from sklearn.linear_model import LogisticRegression
 
 from eval.datasets import StreamRequest
 from eval.metrics import Tally, rate
-from eval.replay import Upstream, answer_text, stub_upstream
+from eval.replay import Upstream, stub_upstream
 from index.embedding.embedder import Embedder
+from index.records import answer_text
 
 # Every entry starts with two pseudo-labels (cosine 0 wrong, cosine 1 right) and is explored until it holds
 # MIN_OBSERVATIONS, as vCache does.

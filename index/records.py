@@ -84,3 +84,17 @@ class QueryVectors:
     index: Vector
     prompt: Vector
     context: Vector | None
+
+
+def answer_text(completion: dict[str, Any] | None) -> str:
+    """Concatenated message contents (and tool calls) of a chat.completion."""
+    if not completion:
+        return ""
+    parts = []
+    for choice in completion.get("choices") or []:
+        message = choice.get("message") or {}
+        parts.append(str(message.get("content") or message.get("refusal") or ""))
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            parts.append(f"{function.get('name')}({function.get('arguments')})")
+    return "\n".join(parts)

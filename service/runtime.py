@@ -30,7 +30,7 @@ from index.match.bar_book import BarBook
 from index.match.decide import Deciders
 from index.match.differences import Differences
 from index.match.explore import Exploration
-from index.match.judged import PairJudge, PairReader
+from index.match.judged import JudgeModel, PairReader
 from index.match.matcher import Matcher, NamespacePolicies
 from index.search.hnsw import SemanticIndex
 from index.search.pgvector import PgVectorIndex, PgVectorParams
@@ -83,7 +83,7 @@ class Parts:
     draw: Callable[[], float] = random.random
     audit_draw: Callable[[], float] = random.random
     # The judge of judge mode; None = `load_judge(settings.judge_model)` (the shipped one by default).
-    judge: PairJudge | None = None
+    judge: JudgeModel | None = None
     # The pair model stacked with the judge; None = the shipped one when `DEJA_PAIR_MODEL` is on and the judge
     # is built from settings (an injected judge runs alone unless a pair reader is injected with it).
     pair: PairReader | None = None
@@ -182,7 +182,7 @@ class Runtime:
         return self.cache.matcher.namespaces
 
     @property
-    def prior_judge(self) -> PairJudge | None:
+    def prior_judge(self) -> JudgeModel | None:
         return self.judge_sync.prior_judge
 
     @property

@@ -18,7 +18,7 @@ from index.forgetting import Forgetting
 from index.judge.model import JudgeModelError
 from index.judge.pair_model import PairModelError, PairStage
 from index.maintenance import Maintainer
-from index.match.judged import PairJudge, PairReader
+from index.match.judged import JudgeModel, PairReader
 from index.match.matcher import Matcher
 from index.search.hnsw import SemanticIndex
 from index.search.snapshot import SnapshotDir
@@ -37,7 +37,7 @@ class JudgeSync:
     `prior_judge` is the judge of the settings (or the shipped one), `prior_pair` the pair model stacked with it;
     a judge refitted on the deployment's own labels decides alone (its bar is calibrated on them)."""
 
-    def __init__(self, judges: JudgeStore, matcher: Matcher, prior_judge: PairJudge | None,
+    def __init__(self, judges: JudgeStore, matcher: Matcher, prior_judge: JudgeModel | None,
                  prior_pair: PairReader | None) -> None:
         self.judges = judges
         self.matcher = matcher

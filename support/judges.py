@@ -73,7 +73,7 @@ def small_judge(pairs: int = 1200, seed: int = 0) -> Judge:
 
 
 class FixedJudge:
-    """A judge fake through the real seam (`index.match.judged.PairJudge`): every candidate scores `p` against
+    """A judge fake through the real seam (`index.match.judged.JudgeModel`): every candidate scores `p` against
     a bar of `bar`, whatever the budget."""
 
     def __init__(self, p: float, bar: float = 0.90, version: str = "judge-fixed") -> None:

@@ -24,7 +24,7 @@ from index.judge.features import EntryHistory
 from index.match.conversation import ContextRule, default_rule
 from index.match.explore import Exploration
 from index.match.guarded import GuardedSetup, guarded
-from index.match.judged import JudgeSetup, PairJudge, PairReader, judge
+from index.match.judged import JudgeModel, JudgeSetup, PairReader, judge
 from index.match.outcome import Candidate, Decision, Reason
 from index.match.policy import MatchPolicy
 from index.match.threshold import by_threshold
@@ -44,7 +44,7 @@ class Deciders:
     stages: tuple[Stage, ...] = ()
     # None = the prompt stages plus the alignment check (`index.guards.registry.context_stages`).
     context_stages: tuple[Stage, ...] | None = None
-    judge: PairJudge | None = None
+    judge: JudgeModel | None = None
     exploration: Exploration = OFF
     draw: Callable[[], float] = field(default=random.random)
     # The pair model stacked with the judge (`index.judge.pair_model.load_pair_stage`); None = the judge alone.

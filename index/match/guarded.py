@@ -29,7 +29,7 @@ from index.guards.order import swapped_words
 from index.guards.safety import pair_veto
 from index.guards.stages import Stage, StageResult
 from index.judge.features import EntryHistory, JudgeInput
-from index.match.judged import PairJudge, PairReader, margins
+from index.match.judged import JudgeModel, PairReader, margins
 from index.match.outcome import Candidate, Decision, Reason
 
 # The step names a decision reports (`Decision.vetoed_by`, `Decision.basis`, X-Deja-Veto).
@@ -48,7 +48,7 @@ class GuardedSetup:
     min_similarity: float
     veto_below: float
     stages: tuple[Stage, ...]
-    judge: PairJudge | None
+    judge: JudgeModel | None
     pair: PairReader | None
     max_decision_chars: int
     max_false_hit_rate: float

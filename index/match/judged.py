@@ -21,7 +21,7 @@ from index.match.policy import DEFAULT_JUDGE_CANDIDATES, DEFAULT_MAX_FALSE_HIT_R
 from index.request.keys import DEFAULT_MAX_DECISION_CHARS
 
 
-class PairJudge(Protocol):
+class JudgeModel(Protocol):
     """What the decision needs of a judge: P(same answer) per candidate, the bar of a budget, a version.
     `index.judge.model.Judge` is the real one; tests pass fakes through the same seam."""
 
@@ -85,7 +85,7 @@ class Judgement:
 class JudgeSetup:
     """A judge and the budget it serves at; `candidates` is K, how many neighbours it scores."""
 
-    judge: PairJudge
+    judge: JudgeModel
     max_false_hit_rate: float = DEFAULT_MAX_FALSE_HIT_RATE
     candidates: int = DEFAULT_JUDGE_CANDIDATES
     histories: Mapping[int, EntryHistory] = field(default_factory=dict)

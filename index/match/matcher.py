@@ -19,7 +19,7 @@ from index.guards.form import same_content
 from index.judge.features import EntryHistory
 from index.match.bar import raised
 from index.match.decide import Deciders, decide
-from index.match.judged import PairJudge, PairReader
+from index.match.judged import JudgeModel, PairReader
 from index.match.outcome import Candidate, Decision, Reason
 from index.match.policy import MatchPolicy
 
@@ -87,7 +87,7 @@ class Matcher:
     def deciders(self) -> Deciders:
         return self._deciders
 
-    def swap_judge(self, judge: PairJudge | None, pair: PairReader | None) -> None:
+    def swap_judge(self, judge: JudgeModel | None, pair: PairReader | None) -> None:
         """Put another judge (and pair model) in force; a request sees either the old pair or the new one."""
         self._deciders = dataclasses.replace(self._deciders, judge=judge, pair=pair)
 
