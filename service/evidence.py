@@ -25,8 +25,16 @@ def label_case(namespace: str, prompt: str, lookup: Lookup) -> LabelCase:
 
 
 def teach(rt: Runtime, decision: DecisionRecord, correct: bool) -> None:
-    """A feedback or human label (in a worker thread: it writes to SQL): a wrong served hit or a right near-miss is
-    one full-weight label of its difference."""
-    served = decision.verdict == Verdict.SEMANTIC_HIT.value
-    if decision.candidate_prompt is not None and correct != served:
-        rt.differences.remember(decision.namespace, decision.prompt, decision.candidate_prompt, correct)
+    """A feedback or human label of a logged decision (admin routes, the label page; in a worker thread: it writes
+    to SQL), at full weight."""
+    if decision.candidate_prompt is not None:
+        teach_case(rt, LabelCase(decision.namespace, decision.prompt, decision.candidate_prompt,
+                                 decision.verdict == Verdict.SEMANTIC_HIT.value), correct)
+
+
+def teach_case(rt: Runtime, case: LabelCase, same: bool, weight: float = 1.0) -> None:
+    """The one place a label teaches (feedback, the label page, audits, shadows, the label model): a wrong served
+    hit or a right near-miss is one label, of `weight`, of what differed between the two prompts; the live
+    budget reads the labels themselves from the decision log."""
+    if same != case.served:
+        rt.differences.remember(case.namespace, case.question, case.cached_question, same, weight)

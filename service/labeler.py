@@ -20,6 +20,7 @@ from index.errors import Overloaded, StoreUnavailable
 from index.storage.decision_log import Label, LabelSource
 from service.dialects import Dialect
 from service.errors import UpstreamError
+from service.evidence import teach_case
 from service.label_judge import LabelCase
 from service.labels import compare_answers
 from service.runtime import Runtime
@@ -64,8 +65,7 @@ class Labeler:
                weight: float) -> None:
         try:
             self.rt.decisions.label(Label(request_id, source, same, self.rt.clock(), detail))
-            if same != case.served:  # a wrong hit, or a right near-miss: one label of what differed
-                self.rt.differences.remember(case.namespace, case.question, case.cached_question, same, weight)
+            teach_case(self.rt, case, same, weight)
         except StoreUnavailable as exc:
             log.warning("%s label lost: %s", source.value, exc)
 
