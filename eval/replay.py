@@ -26,7 +26,7 @@ from index.match.decide import OFF, Deciders
 from index.match.explore import Exploration
 from index.match.judged import PairReader
 from index.match.outcome import Lookup
-from index.match.policy import DEFAULT_POLICY, MatchPolicy
+from index.match.policy import COSINE_POLICY, MatchPolicy
 from index.records import Verdict, answer_text
 from index.request.keys import build_key
 from index.search.hnsw import SemanticIndex
@@ -104,7 +104,7 @@ class ReplayConfig:
     thresholds: tuple[float, ...]
     stages: tuple[Stage, ...] = ()
     upstream: Upstream = field(default=stub_upstream)
-    policy: MatchPolicy = DEFAULT_POLICY
+    policy: MatchPolicy = COSINE_POLICY
     # Judge mode (`policy.decision` = judge): the budgets to replay at (each with every threshold as the
     # candidate floor) and the judge.
     budgets: tuple[float, ...] = ()

@@ -22,7 +22,7 @@ from index.guards.registry import context_stages
 from index.guards.stages import MemoStage, Stage
 from index.match.decide import Deciders, decide
 from index.match.outcome import Candidate
-from index.match.policy import DEFAULT_POLICY, MatchPolicy
+from index.match.policy import COSINE_POLICY, MatchPolicy
 from index.request.keys import CacheKey, ContextMatch, LookupMode, build_key
 
 KIND_ORDER = (
@@ -207,7 +207,7 @@ def run_sweep(
     thresholds: Sequence[float],
     stages: Sequence[Stage],
     confidence: float = 0.95,
-    policy: MatchPolicy = DEFAULT_POLICY,
+    policy: MatchPolicy = COSINE_POLICY,
 ) -> Sweep:
     """Score every threshold (ascending) through `decide` with `policy` at that threshold; each stage runs at
     most once per pair."""
@@ -321,7 +321,7 @@ class SweepConfig:
     stage_sets: tuple[tuple[Stage, ...], ...]
     max_false_hit_rate: float | None = None
     confidence: float = 0.95
-    policy: MatchPolicy = DEFAULT_POLICY
+    policy: MatchPolicy = COSINE_POLICY
 
 
 def build_report(

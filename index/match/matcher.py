@@ -76,8 +76,8 @@ class Matcher:
         self.namespaces = NamespacePolicies(policy, level=level)
         self._deciders = deciders or Deciders()
         self.differences = differences
-        if policy.reads_judge and self._deciders.judge is None:
-            raise ValueError(f"a {policy.decision.value}-mode policy needs a judge (index.judge.model.load_judge)")
+        if policy.judged and self._deciders.judge is None:
+            raise ValueError("a judge-mode policy needs a judge (index.judge.model.load_judge)")
 
     @property
     def policy(self) -> MatchPolicy:

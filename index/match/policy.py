@@ -55,18 +55,20 @@ class MatchPolicy:
     context of multi-turn requests. `stages` names the rule stages (built by `index.guards.registry`), run in
     `STAGE_ORDER`.
 
-    With `decision` = judge, `min_similarity` is only the candidate floor of the index search; the judge
-    scores the `judge_candidates` most similar candidates and serves one when its probability clears the bar
-    that meets `max_false_hit_rate` (false hits / served, upper confidence bound on calibration data).
-    Multi-turn requests keep the conversation rule (cosine `conversation_threshold`, context threshold, the
-    stages over prompts and contexts): on conv-dev it served more same-answer pairs at no more false hits.
+    `decision` = guarded (the default, as in `Settings`): `min_similarity` is the cosine threshold, the stages and
+    the learned P (below `veto_below`, when a judge is given) veto, a plain rewording is served at any cosine
+    (`index.match.guarded`). `decision` = judge: the judge scores the `judge_candidates` most similar candidates
+    at or above `candidate_floor` and serves one when its probability clears the bar that meets
+    `max_false_hit_rate` (false hits / served, upper confidence bound on calibration data). Multi-turn requests
+    keep the conversation rule (cosine `conversation_threshold`, context threshold, the stages over prompts and
+    contexts, then the context rule).
     """
 
     min_similarity: float
     min_context_similarity: float = DEFAULT_MIN_CONTEXT_SIMILARITY
     stages: tuple[str, ...] = ()
     context_match: ContextMatch = ContextMatch.SEMANTIC
-    decision: DecisionMode = DecisionMode.THRESHOLD
+    decision: DecisionMode = DecisionMode.GUARDED
     max_false_hit_rate: float = DEFAULT_MAX_FALSE_HIT_RATE
     judge_candidates: int = DEFAULT_JUDGE_CANDIDATES
     conversation_threshold: float = DEFAULT_MIN_SIMILARITY
@@ -156,8 +158,8 @@ class MatchPolicy:
         return self
 
 
-# The policy with every default, for callers that vary one part of it (a sweep varies the threshold).
-DEFAULT_POLICY = MatchPolicy(DEFAULT_MIN_SIMILARITY)
+# The cosine rule with its defaults, for callers that vary one part of it (a sweep varies the threshold).
+COSINE_POLICY = MatchPolicy(DEFAULT_MIN_SIMILARITY, decision=DecisionMode.THRESHOLD)
 
 
 def default_min_similarity(decision: DecisionMode) -> float:

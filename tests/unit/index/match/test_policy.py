@@ -27,7 +27,12 @@ def test_default_settings_give_the_documented_policy() -> None:
 
 def test_threshold_mode_keeps_its_own_default_threshold_and_stages() -> None:
     assert Settings(decision=DecisionMode.THRESHOLD).policy() == MatchPolicy(
-        DEFAULT_MIN_SIMILARITY, DEFAULT_MIN_CONTEXT_SIMILARITY, ("polarity", "values"), ContextMatch.SEMANTIC)
+        DEFAULT_MIN_SIMILARITY, DEFAULT_MIN_CONTEXT_SIMILARITY, ("polarity", "values"), ContextMatch.SEMANTIC,
+        DecisionMode.THRESHOLD)
+
+
+def test_the_record_default_is_the_default_mode() -> None:
+    assert MatchPolicy(0.9).decision is Settings().decision is DecisionMode.GUARDED
 
 
 def test_every_policy_setting_reaches_the_policy_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
