@@ -60,9 +60,10 @@ def logged(db: Path, request_id: str, timeout: float = 10.0) -> dict[str, Any] |
 @pytest.mark.parametrize(
     ("cached", "asked", "reworded"),
     [
-        ("Is the API rate limited?", "Is the API not rate limited?", "is the api rate limited"),
-        ("What is 15% of 240?", "What is 15% of 420?", "what is 15% of 240"),
-        ("How do I freeze bread?", "How do I thaw bread?", "how do i freeze bread"),
+        # The controls are rewordings the same-content rule does not serve: the judge's P serves them.
+        ("Is the API rate limited?", "Is the API not rate limited?", "Is the API rate-limited at all?"),
+        ("What is 15% of 240?", "What is 15% of 420?", "What's 15 percent of 240?"),
+        ("How do I freeze bread?", "How do I thaw bread?", "What's the best way to freeze bread?"),
     ],
     ids=["negated", "value-changed", "contrast"],
 )
