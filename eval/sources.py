@@ -24,7 +24,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from eval.datasets import Conversation, LabeledPair, StreamRequest, load_clusters, load_pairs, load_stream
+from eval.datasets import (
+    Conversation,
+    DatasetError,
+    LabeledPair,
+    StreamRequest,
+    load_clusters,
+    load_pairs,
+    load_stream,
+)
 
 OSSCHAT = "gptcache_osschat_clusters/cluster_user_questions.json"
 QQP_PAIRS = "gptcache_similar_qqp/similiar_qqp_full.json.gz"
@@ -179,7 +187,7 @@ def all_sources(shared: Path, datasets: Path, seed: int = 0) -> tuple[list[Sourc
     for name, loader in PUBLIC_LOADERS:
         try:
             found.extend(loader(shared, seed))
-        except (OSError, KeyError, ValueError, tarfile.TarError) as exc:
+        except (OSError, KeyError, ValueError, tarfile.TarError, DatasetError) as exc:
             missing.append(f"{name}: not read ({type(exc).__name__}: {exc})")
     found.extend(ours(datasets, seed))
     found.extend(conversations(datasets, seed))
