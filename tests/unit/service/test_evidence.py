@@ -1,0 +1,33 @@
+"""What the audit sampler reads of a served hit: near the bar is where an audit teaches most."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from index.match.audit_sampler import AuditReason
+from index.match.outcome import Decision, Lookup, Reason
+from index.records import CachedResponse, Verdict
+from service.evidence import hit_facts
+from support.inprocess import inprocess_gateway
+
+
+def served(similarity: float, basis: str, created_at: float) -> Lookup:
+    decision = Decision(Reason.HIT, similarity, chosen=0, probability=0.9, bar=0.6, basis=basis)
+    return Lookup(Verdict.SEMANTIC_HIT, CachedResponse(1, {}, created_at), similarity, decision)
+
+
+@pytest.mark.asyncio
+async def test_a_guarded_hit_just_above_the_threshold_is_audited_more_than_one_far_above(tmp_path: Path) -> None:
+    async with inprocess_gateway(tmp_path) as gw:
+        rt = gw.runtime
+        policy = rt.thresholds.policy_for("ns")
+        old = rt.clock() - 7200.0  # not a young entry: only nearness to the bar boosts
+        near = hit_facts(rt, "ns", served(policy.min_similarity + 0.01, "cosine", old), policy)
+        far = hit_facts(rt, "ns", served(0.99, "cosine", old), policy)
+        rewording = hit_facts(rt, "ns", served(policy.min_similarity + 0.01, "same content", old), policy)
+        assert (near.probability, near.bar) == (policy.min_similarity + 0.01, policy.min_similarity)
+        assert rt.audit_sampler.boost(near)[1] is AuditReason.UNCERTAIN
+        assert rt.audit_sampler.boost(far)[1] is AuditReason.BASE
+        assert rt.audit_sampler.boost(rewording)[1] is AuditReason.BASE  # served on its content, not near a bar
