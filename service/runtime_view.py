@@ -48,20 +48,16 @@ class RuntimeView:
 
     def _decision(self) -> str:
         policy, judge, pair = self.policy, self.cache.deciders.judge, self.cache.deciders.pair
-        if policy.guarded:
-            reader = "" if pair is None or judge is None else f" + pair model {pair.version}"
-            learned = "" if judge is None else f", vetoed when judge {judge.version}{reader} P < " \
-                f"{policy.veto_below:g}"
-            return (f"cosine >= {policy.min_similarity:g} (a plain rewording at any cosine), guards "
-                    f"{', '.join(policy.stages) or 'none'}{learned}; conversations: cosine >= "
-                    f"{policy.conversation_threshold:g}")
+        if policy.guarded and judge is not None:
+            reader = "" if pair is None else f" + pair model {pair.version}"
+            return f"{policy.describe()}; the learned veto reads judge {judge.version}{reader}"
         if policy.judged and judge is not None:
             scorer = judge if pair is None else pair
             reader = "" if pair is None else f" + pair model {pair.version}"
             return (f"judge {judge.version}{reader} at a false-hit budget of {policy.max_false_hit_rate:g} "
                     f"(bar {scorer.cut(policy.max_false_hit_rate):.3f}), candidates >= "
                     f"{policy.candidate_floor:g}; conversations: cosine >= {policy.conversation_threshold:g}")
-        return f"cosine threshold {policy.min_similarity:g} then guards {', '.join(policy.stages)}"
+        return policy.describe()
 
     def stats(self) -> dict[str, Any]:
         """What `/deja/stats` shows, in a worker thread (it counts entries and labels in SQL)."""

@@ -20,7 +20,7 @@ deployment's own labels move the threshold per namespace (`index.match.bar`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from index.guards.contrast import opposed_words
@@ -52,12 +52,13 @@ class GuardedSetup:
     pair: PairReader | None
     max_decision_chars: int
     max_false_hit_rate: float
-    histories: dict[int, EntryHistory] | None = None
+    histories: Mapping[int, EntryHistory] | None = None
 
 
 def guarded(query: str, candidates: Sequence[Candidate], setup: GuardedSetup) -> Decision:
     """Serve the first candidate (most similar first) that passes every step; else the decision on the most
-    similar one. `Decision.chosen` indexes `candidates`."""
+    similar one. `Decision.chosen` indexes `candidates`. Below the threshold a less similar candidate can still
+    pass on the same-content override (a step before the threshold); none reads a learned score."""
     first: Decision | None = None
     sims = [c.similarity for c in candidates]
     margin = margins(sims)
@@ -67,12 +68,6 @@ def guarded(query: str, candidates: Sequence[Candidate], setup: GuardedSetup) ->
             return decision
         if first is None:
             first = decision
-        if decision.reason is Reason.BELOW_THRESHOLD:
-            # Less similar candidates can only pass on the same-content override.
-            rest = [i for i in range(index + 1, len(candidates)) if _plain_rewording(query, candidates[i], setup)]
-            if rest:
-                return _hit(candidates[rest[0]], rest[0], SAME_CONTENT, setup)
-            break
     assert first is not None
     return first
 
@@ -128,12 +123,6 @@ def learned_probability(query: str, candidate: Candidate, index: int, margin: fl
     if high < setup.veto_below:
         return high
     return float(setup.pair.probabilities([(query, candidate.prompt)], [judge_p], [candidate.similarity])[0])
-
-
-def _plain_rewording(query: str, candidate: Candidate, setup: GuardedSetup) -> bool:
-    return (opposed_words(query, candidate.prompt) is None and swapped_words(query, candidate.prompt) is None
-            and pair_veto(query, candidate.prompt, None, None, setup.max_decision_chars) is None
-            and same_content(query, candidate.prompt))
 
 
 def _hit(candidate: Candidate, index: int, basis: str, setup: GuardedSetup) -> Decision:
