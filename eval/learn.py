@@ -1,309 +1,292 @@
-"""`eval replay --learn FRACTION`: a deployment that learns from the labels a live gateway would gather.
+"""`eval replay --learn`: the live gateway's learning loop, replayed. The real `Cache` and `Matcher` decide at the
+default decision (guarded) from a cold cache; the namespace's threshold is the one `index.match.threshold_book`
+learns from the evidence a gateway gathers for free or within its hourly allowance:
 
-During the first FRACTION of the trace the judge in force (the shipped prior) decides, and labels come only
-from what a gateway sees: exploration (uncertain would-be hits sent upstream), shadows (near-misses that went
-upstream anyway, their fresh answer compared with the candidate's) and audits (a share of hits re-asked). The
-trace's intents stand in for the upstream's answers. Then the judge is refitted on those labels on top of the
-prior (`fit_judge`) and the rest of the trace is served with it; the cache carries on, nothing is reset.
+- every near miss (a candidate below the threshold that passes every other step) went upstream anyway: its fresh
+  answer labels whether the candidate's answer would have been right (a shadow label);
+- a share of served hits is re-asked (`DEJA_AUDIT_RATE`, more where the sampler says an audit teaches most);
+- labels compare answers against how much the upstream's answers vary (`index.match.answers`; while no baseline
+  of that variation exists, a shadow asks once more within `DEJA_AUDIT_CALLS_PER_HOUR`), or come from a label
+  model that errs at `labeller_error` (and is configured with that rate).
 
-Throughout, the live budget runs as on a gateway (`eval.live_budget`): audits drawn by the gateway's sampler under
-its hourly ceiling (the trace arrives at `requests_per_hour`), the namespace's bar moving with the audits, remembered
-differences vetoing their recurrences once enough evidence agrees. Labels come, as on a gateway, from comparing
-answers (`index.match.answers`: an audit re-asks twice to see how much the upstream's answers vary) or, with
-`labeller_error` set, from an LLM label judge that errs at that rate (and is configured with it). The upstream
-answers by intent (`eval.answers`), the same text each call or (`answer_variation`) the same content with a
-different closing sentence each call. Each part reports the estimate and bound the gateway would have shown and the
-label calls it spent.
+The upstream answers by intent (`eval.answers`), the same text each call or, with `answer_variation`, the same
+content with a different closing sentence each call. Everything is seeded and the threshold is re-chosen every
+`update_every` requests in the replay's own thread, so one seed gives one result. Rows are the two halves.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
+import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from eval.answers import intent_answer, sampled_answer
 from eval.datasets import StreamRequest
-from eval.live_budget import NAMESPACE, BudgetShown, LiveBudget
-from eval.metrics import Tally, rate
-from eval.refit import refit_judge
+from eval.metrics import rate
+from index.cache import Cache, CacheConfig
 from index.embedding.embedder import Embedder
-from index.judge.features import EntryHistory, JudgeInput
-from index.judge.model import Judge
+from index.guards.stages import Stage
 from index.match.answers import AnswerBaselines, compare_answers
-from index.match.audit_sampler import HitFacts
-from index.match.decide import Deciders, decide
+from index.match.audit_sampler import AuditSampler, HitFacts
+from index.match.decide import Deciders
+from index.match.evidence import Observation, collect
 from index.match.explore import Exploration
-from index.match.judged import margins
-from index.match.outcome import Candidate, Reason
-from index.match.policy import (
-    DEFAULT_AUDIT_RATE,
-    DEFAULT_JUDGE_CANDIDATES,
-    DEFAULT_JUDGE_MIN_SIMILARITY,
-    DEFAULT_LOG_FLOOR,
-    DEFAULT_MAX_FALSE_HIT_RATE,
-    DecisionMode,
-    MatchPolicy,
-)
+from index.match.judged import JudgeModel, PairReader
+from index.match.live_threshold import LearnerConfig
+from index.match.matcher import Matcher
+from index.match.outcome import Lookup, Reason
+from index.match.policy import DEFAULT_AUDIT_RATE, MatchPolicy
+from index.match.threshold_book import ThresholdBook
+from index.records import Verdict, answer_text
+from index.request.keys import build_key
+from index.search.hnsw import SemanticIndex
+from index.storage.entries import EntryStore, make_engine
+from index.storage.exact import LruExactCache
 
-Floats = npt.NDArray[np.float32]
+NAMESPACE = "replay"
+MODEL = "replay"
 
 
 @dataclass(frozen=True)
 class LearnConfig:
-    """The deployment simulated: budget, labelling rates as configured on a gateway, K and candidate floor."""
+    """The deployment replayed: its policy and parts, the labelling it is configured with, and the upstream."""
 
-    fraction: float
-    max_false_hit_rate: float = DEFAULT_MAX_FALSE_HIT_RATE
-    exploration: Exploration = field(default_factory=Exploration)
+    policy: MatchPolicy
+    stages: tuple[Stage, ...] = ()
+    judge: JudgeModel | None = None
+    pair: PairReader | None = None
+    exploration: Exploration = field(default_factory=lambda: Exploration(rate=0.0))
     audit_rate: float = DEFAULT_AUDIT_RATE
-    # Near-misses whose best candidate is at least this similar are logged, so shadow-labelled.
-    shadow_floor: float = DEFAULT_LOG_FLOOR
-    candidates: int = DEFAULT_JUDGE_CANDIDATES
-    min_similarity: float = DEFAULT_JUDGE_MIN_SIMILARITY
-    seed: int = 0
-    # The hourly allowance of labelling's extra calls (DEJA_AUDIT_CALLS_PER_HOUR) and the trace's arrival rate.
     audit_calls_per_hour: int = 120
     requests_per_hour: float = 3600.0
-    # The upstream words one answer differently each call (a different closing sentence).
     answer_variation: bool = False
-    # None: labels compare answers (no label model); else an LLM label judge wrong this often, configured with it.
+    # None: labels compare answers (no label model); else a label model wrong this often, configured with it.
     labeller_error: float | None = None
     answer_same_similarity: float = 0.95
-
-    def __post_init__(self) -> None:
-        if not 0.0 < self.fraction < 1.0:
-            raise ValueError(f"learn fraction must be in (0, 1), got {self.fraction}")
-        if self.labeller_error is not None and not 0.0 <= self.labeller_error < 0.5:
-            raise ValueError(f"labeller error rate must be in [0, 0.5), got {self.labeller_error}")
+    # False: the threshold stays at the policy's (a fixed-threshold row to compare with).
+    learn: bool = True
+    update_every: int = 10
+    seed: int = 0
 
 
 @dataclass(frozen=True)
-class PartRates:
-    """One part of the trace. `served` and `correct` are fractions of the part's requests."""
+class HalfRates:
+    """One half of the replay. Rates are of the half's requests, except `wrong_per_served`."""
 
     requests: int
-    served: float | None
-    correct: float | None
-    wrong_over_served: float | None
-    explored: float | None
-    exact: int
-    semantic: int
+    served: int
+    correct: int
     wrong: int
-    judge_version: str
-    # What /deja/budget would have shown at the end of the part, and the label calls spent in it.
-    budget: BudgetShown | None = None
+    correct_rate: float | None
+    wrong_per_served: float | None
+    threshold_at_end: float
 
 
 @dataclass(frozen=True)
 class LearnReport:
-    """`eval replay --learn`: the part before the refit, the part after it, and the labels it learned from."""
-
     stream: str
-    embedder: str
-    fraction: float
-    max_false_hit_rate: float
+    requests: int
+    learned: bool
+    prior: float
+    threshold: float
+    first: HalfRates
+    second: HalfRates
+    moves: tuple[tuple[int, float], ...]
     labels: dict[str, int]
-    labels_same: int
-    refit: str
-    before: PartRates
-    learned: PartRates
-    # Semantic hits served in the last quarter of the trace (what learning left open by the end).
-    last_quarter_semantic: int = 0
-    labeller: str = "answer comparison"
-    answer_variation: bool = False
+    label_calls: int
+    labeller: str
+    answer_variation: bool
+    labeller_accuracy: float | None
 
 
-@dataclass(frozen=True)
-class LabeledInput:
-    item: JudgeInput
-    same: bool
-    source: str
+class _Answers(Embedder):
+    """The replay's embedder, remembering what it embedded (answers repeat: one content, a few closings)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dim = inner.dim
+        self._known: dict[str, Any] = {}
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._known]
+        if missing:
+            for text, vector in zip(missing, self.inner.embed(missing), strict=True):
+                self._known[text] = vector
+        return np.stack([self._known[t] for t in texts]) if texts else self.inner.embed([])
 
 
 @dataclass
-class _Entry:
-    entry_id: int
-    prompt: str
-    intent: str
-    answer: str
-    created: float = 0.0
+class _Counts:
+    requests: int = 0
+    served: int = 0
+    correct: int = 0
+    wrong: int = 0
 
 
-class Deployment:
-    """The simulated gateway: exact tier, brute-force nearest neighbours (exact cosine, as HNSW approximates),
-    the judge rule, exploration, shadows, audits, and per-entry label histories. Mutable, local to one run."""
+class _Deployment:
+    """One namespace of a live gateway, replayed; mutable, local to `run_learn`."""
 
-    def __init__(self, vectors: dict[str, Floats], judge_in_force: Judge, config: LearnConfig,
-                 embedder: Embedder) -> None:
-        self.vectors = vectors
-        self.config = config
-        self.embedder = embedder  # embeds answers, for labels by answer comparison
-        self.rng = random.Random(config.seed)
-        self.label_rng = random.Random(config.seed + 1)  # the label judge's mistakes
-        self.entries: list[_Entry] = []
-        self.matrix = np.zeros((0, next(iter(vectors.values())).shape[0]), dtype=np.float32)
-        self.exact: dict[str, str] = {}
-        self.histories: dict[int, EntryHistory] = {}
-        self.labels: list[LabeledInput] = []
-        self.baselines = AnswerBaselines()
+    def __init__(self, cache: Cache, book: ThresholdBook, config: LearnConfig, embedder: Embedder) -> None:
+        self.cache, self.book, self.config, self.embedder = cache, book, config, embedder
         self.now = 0.0
-        self.upstream_calls = 0
-        self.semantic_at: list[int] = []  # 0-based trace positions served by a semantic hit
-        self.served_requests = 0
-        self.live = LiveBudget(config.max_false_hit_rate, config.audit_rate, config.audit_calls_per_hour,
-                               lambda: self.now, error_rate=config.labeller_error)
-        self.use(judge_in_force)
+        self.rng = random.Random(config.seed)
+        self.sampler = AuditSampler(config.audit_rate, config.audit_calls_per_hour, lambda: self.now,
+                                    calls_per_audit=2)
+        self.baselines = AnswerBaselines()
+        self.observations: list[Observation] = []
+        self.intent_of: dict[int, str] = {}
+        self.calls: Counter[str] = Counter()
+        self.labels: Counter[str] = Counter()
+        self.accurate = self.judged = 0
 
-    def use(self, model: Judge) -> None:
-        # The gateway's own decision (`index.match.decide`), with exploration drawn from this replay's seed.
-        self.policy = MatchPolicy(self.config.min_similarity, decision=DecisionMode.JUDGE,
-                                  max_false_hit_rate=self.config.max_false_hit_rate,
-                                  judge_candidates=self.config.candidates)
-        self.deciders = Deciders(judge=model, exploration=self.config.exploration, draw=self.rng.random)
-
-    def serve(self, requests: Sequence[StreamRequest]) -> Tally:
-        counts = Tally()
-        for request in requests:
-            self.now += 3600.0 / self.config.requests_per_hour
-            self._one(request, counts)
-            self.served_requests += 1
-        return counts
-
-    def _fresh(self, intent: str) -> str:
-        """One upstream answer to a question of `intent`."""
-        self.upstream_calls += 1
+    def answer(self, intent: str) -> str:
         content = intent_answer(intent)
-        return sampled_answer(content, self.upstream_calls) if self.config.answer_variation else content
+        if not self.config.answer_variation:
+            return content
+        self.calls["upstream"] += 1
+        return sampled_answer(content, self.rng.randrange(1 << 30))
 
-    def _one(self, request: StreamRequest, counts: Tally) -> None:
-        cached = self.exact.get(request.prompt)
-        if cached is not None:
-            counts.exact += 1
-            counts.score(cached == request.intent)
+    def serve(self, request: StreamRequest, counts: _Counts) -> None:
+        self.now = request.seq * 3600.0 / self.config.requests_per_hour
+        body = {"model": MODEL, "messages": [{"role": "user", "content": request.prompt}]}
+        key = build_key(NAMESPACE, body, self.cache.config.policy.context_match)
+        lookup = self.cache.lookup(key)
+        counts.requests += 1
+        decision = lookup.decision
+        if lookup.response is not None:
+            served_intent = self.intent_of.get(lookup.response.entry_id)
+            right = served_intent == request.intent
+            counts.served += 1
+            counts.correct += right
+            counts.wrong += not right
+            if lookup.verdict is Verdict.SEMANTIC_HIT and decision is not None:
+                self.observations.append(Observation(decision.similarity, fixed=not decision.would_serve))
+                self._audit(request, lookup, right)
             return
-        prompt, found = request.prompt, self._candidates(request.prompt)
-        offered = [c for c, _ in found]
-        level = self.live.level
-        decision = decide(prompt, offered, self.policy.at_level(level), self.deciders, histories=self.histories)
-        index = decision.chosen
-        hit = decision.reason is Reason.HIT and index is not None
-        if hit and index is not None and not self.live.vetoes(prompt, found[index][1].prompt):
-            entry = found[index][1]
-            counts.semantic += 1
-            self.semantic_at.append(self.served_requests)
-            self._served(entry.entry_id)
-            counts.score(entry.intent == request.intent)
-            facts = HitFacts(level > 0, decision.probability, decision.bar, self.now - entry.created)
-            if self.live.draw_audit(facts, self.rng.random()):
-                # The audit re-asks the upstream (twice when answers are compared: their variation is measured).
-                fresh = self._fresh(request.intent)
-                second = self._fresh(request.intent) if self.config.labeller_error is None else None
-                same = self._label(prompt, offered, index, entry, request, "audit", fresh, second)
-                self.live.audit(prompt, entry.prompt, same)
+        fresh = self.answer(request.intent)
+        if decision is not None and decision.would_serve and lookup.candidate_id is not None:
+            right = self.intent_of.get(lookup.candidate_id) == request.intent
+            cached = answer_text(lookup.candidate_response or {})
+            label = self._label(fresh, cached, right, near_miss=True, intent=request.intent)
+            self.observations.append(Observation(decision.similarity, label))
+            if label is not None:
+                self.labels["explore" if decision.reason is Reason.EXPLORED else "shadow"] += 1
+        entry = self.cache.store_answer(key, _body(request, fresh), lookup.vector)
+        if entry is not None:
+            self.intent_of[entry] = request.intent
+
+    def _audit(self, request: StreamRequest, lookup: Lookup, right: bool) -> None:
+        decision = lookup.decision
+        assert decision is not None and lookup.response is not None
+        facts = HitFacts(False, decision.similarity, self.cache.matcher.policy_for(NAMESPACE).min_similarity,
+                         self.now - lookup.response.created_at)
+        if self.sampler.draw(facts, self.rng.random()) is None:
             return
-        fresh = self._fresh(request.intent)  # the request goes upstream
-        if decision.reason is Reason.EXPLORED and index is not None:
-            counts.explored += 1
-            source: str | None = "explore"
-        else:  # a miss with a candidate above the log floor, or a hit a remembered difference vetoed
-            shadowed = index is not None and (hit or found[index][0].similarity >= self.config.shadow_floor)
-            source = "shadow" if shadowed else None
-        if source is not None and index is not None:
-            entry = found[index][1]
-            same = self._label(prompt, offered, index, entry, request, source, fresh, None)
-            self.live.near_miss(prompt, entry.prompt, same)
-        self._store(prompt, request.intent, fresh)
+        self.calls["audit"] += 2
+        fresh, second = self.answer(request.intent), self.answer(request.intent)
+        label = self._label(fresh, answer_text(lookup.response.body), right, near_miss=False, second=second,
+                            intent=request.intent)
+        if label is not None and decision.would_serve:
+            self.observations[-1] = Observation(decision.similarity, label)
+            self.labels["audit"] += 1
 
-    def _candidates(self, prompt: str) -> list[tuple[Candidate, _Entry]]:
-        if not self.entries:
-            return []
-        sims = self.matrix @ self.vectors[prompt]
-        order = np.argsort(-sims, kind="stable")[: self.config.candidates]
-        return [(Candidate(self.entries[i].entry_id, self.entries[i].prompt, float(sims[i])), self.entries[i])
-                for i in order if sims[i] >= self.config.min_similarity]
-
-    def _label(self, prompt: str, offered: Sequence[Candidate], index: int, entry: _Entry, request: StreamRequest,
-               source: str, fresh: str, second: str | None) -> bool | None:
-        """The label a gateway would get (None: none), kept for the refit with the features exactly as the judge
-        saw them when it decided (rank, margin, the entry's history then)."""
+    def _label(self, fresh: str, cached: str, truth: bool, near_miss: bool, intent: str,
+               second: str | None = None) -> bool | None:
+        """The label a gateway would record for a candidate whose answer is `truth`fully right or not."""
         error = self.config.labeller_error
-        if error is None:
-            agreement = compare_answers(fresh, entry.answer, self.embedder, self.config.answer_same_similarity,
-                                        second, self.baselines.baseline(NAMESPACE))
-            if agreement.fresh_similarity is not None:
-                self.baselines.add(NAMESPACE, agreement.fresh_similarity)
-            same = agreement.same
-        else:
-            same = (entry.intent == request.intent) != (self.label_rng.random() < error)
-        if same is None:
-            return None
-        sims = [c.similarity for c in offered]
-        candidate = offered[index]
-        item = JudgeInput(prompt, candidate.prompt, candidate.similarity, index, margins(sims)[index],
-                          history=self.histories.get(entry.entry_id, EntryHistory()))
-        self.labels.append(LabeledInput(item, same, source))
-        old = self.histories.get(entry.entry_id, EntryHistory())
-        self.histories[entry.entry_id] = EntryHistory(old.served, old.same + same, old.different + (not same))
-        return same
+        if error is not None and (not near_miss or self.sampler.spend(1)):
+            self.calls["label"] += 1
+            said = truth if self.rng.random() >= error else not truth
+            self._score(said, truth)
+            return said
+        baseline = self.baselines.baseline(NAMESPACE)
+        if second is None and baseline is None and self.config.answer_variation and self.sampler.spend(1):
+            self.calls["variation"] += 1
+            second = self.answer(intent)
+        agreement = compare_answers(fresh, cached, self.embedder, self.config.answer_same_similarity, second,
+                                    baseline)
+        if agreement.fresh_similarity is not None:
+            self.baselines.add(NAMESPACE, agreement.fresh_similarity)
+        if agreement.same is not None:
+            self._score(agreement.same, truth)
+        return agreement.same
 
-    def _served(self, entry_id: int) -> None:
-        old = self.histories.get(entry_id, EntryHistory())
-        self.histories[entry_id] = EntryHistory(old.served + 1, old.same, old.different)
+    def _score(self, said: bool, truth: bool) -> None:
+        self.judged += 1
+        self.accurate += said == truth
 
-    def _store(self, prompt: str, intent: str, answer: str) -> None:
-        entry = _Entry(len(self.entries) + 1, prompt, intent, answer, self.now)
-        self.entries.append(entry)
-        self.matrix = np.vstack([self.matrix, self.vectors[prompt][None, :]])
-        self.exact[prompt] = intent
+    def learn(self) -> None:
+        if self.config.learn:
+            policy = self.cache.matcher.policy
+            self.book.update(NAMESPACE, collect(self.observations, policy.learn_floor), policy.min_similarity)
 
 
-def run_learn(
-    stream: str, requests: Sequence[StreamRequest], embedder: Embedder, prior: Judge, config: LearnConfig,
-) -> LearnReport:
-    """Serve the first `config.fraction` with `prior`, refit on the labels gathered, serve the rest."""
-    prompts = list(dict.fromkeys(r.prompt for r in requests))
-    vectors = dict(zip(prompts, np.asarray(embedder.embed(prompts), dtype=np.float32), strict=True))
-    cut = max(1, min(len(requests) - 1, round(config.fraction * len(requests))))
-    deployment = Deployment(vectors, prior, config, embedder)
-    before = deployment.serve(requests[:cut])
-    shown_before = deployment.live.shown()
-    gathered = list(deployment.labels)
-    learned_judge, note = _refit(gathered, prior, config.seed)
-    deployment.use(learned_judge)
-    after = deployment.serve(requests[cut:])
-    shown_after = deployment.live.shown()
-    sources = Counter(label.source for label in gathered)
-    last_quarter = len(requests) - len(requests) // 4
-    labeller = ("answer comparison" if config.labeller_error is None
-                else f"label judge wrong {config.labeller_error:.0%} of the time")
-    return LearnReport(
-        stream=stream, embedder=embedder.model_id, fraction=config.fraction,
-        max_false_hit_rate=config.max_false_hit_rate, labels=dict(sorted(sources.items())),
-        labels_same=sum(label.same for label in gathered), refit=note,
-        before=_rates(cut, before, prior.version, shown_before),
-        learned=_rates(len(requests) - cut, after, learned_judge.version, shown_after),
-        last_quarter_semantic=sum(1 for i in deployment.semantic_at if i >= last_quarter),
-        labeller=labeller, answer_variation=config.answer_variation,
-    )
+def _body(request: StreamRequest, text: str) -> dict[str, Any]:
+    return {"id": f"replay-{request.seq}", "object": "chat.completion", "created": 0, "model": MODEL,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
 
 
-def _refit(labels: Sequence[LabeledInput], prior: Judge, seed: int) -> tuple[Judge, str]:
-    try:
-        fitted = refit_judge([label.item for label in labels], [label.same for label in labels], prior, seed)
-    except ValueError as exc:
-        return prior, f"kept the prior: {exc}"
-    return fitted, f"refitted on {len(labels)} labels"
+def run_learn(name: str, requests: Sequence[StreamRequest], embedder: Embedder, config: LearnConfig) -> LearnReport:
+    """Replay `requests` through a fresh cache whose namespace learns its threshold (or keeps it fixed)."""
+    answers = _Answers(embedder)
+    with tempfile.TemporaryDirectory(prefix="deja-learn-") as tmp:
+        engine = make_engine(f"sqlite:///{Path(tmp) / 'entries.db'}")
+        try:
+            store = EntryStore(engine)
+            store.create_schema()
+            book = ThresholdBook(LearnerConfig.for_policy(config.policy, config.labeller_error or 0.0, config.seed),
+                                 clock=lambda: 0.0)
+            deciders = Deciders(config.stages, None, config.judge, config.exploration,
+                                random.Random(config.seed + 1).random, pair=config.pair)
+            matcher = Matcher(config.policy, deciders, learned=book.threshold)
+            cache = Cache(LruExactCache(), store, SemanticIndex(embedder.dim), answers, CacheConfig(config.policy),
+                          matcher=matcher)
+            deployment = _Deployment(cache, book, config, answers)
+            return _run(name, requests, deployment, config)
+        finally:
+            engine.dispose()
 
 
-def _rates(requests: int, counts: Tally, version: str, budget: BudgetShown) -> PartRates:
-    served = counts.served
-    return PartRates(
-        requests=requests, served=rate(served, requests), correct=rate(counts.correct, requests),
-        wrong_over_served=rate(counts.wrong, served), explored=rate(counts.explored, requests),
-        exact=counts.exact, semantic=counts.semantic, wrong=counts.wrong, judge_version=version, budget=budget,
-    )
+def _run(name: str, requests: Sequence[StreamRequest], deployment: _Deployment, config: LearnConfig) -> LearnReport:
+    half = len(requests) // 2
+    parts = (_Counts(), _Counts())
+    ends: list[float] = []
+    moves: list[tuple[int, float]] = []
+    current = config.policy.min_similarity
+    for position, request in enumerate(requests):
+        if position == half:
+            ends.append(current)
+        deployment.serve(request, parts[position >= half])
+        if (position + 1) % config.update_every == 0:
+            deployment.learn()
+            now = deployment.cache.matcher.policy_for(NAMESPACE).min_similarity
+            if now != current:
+                moves.append((position + 1, now))
+                current = now
+    ends.append(current)
+    accuracy = deployment.accurate / deployment.judged if deployment.judged else None
+    error = config.labeller_error
+    labeller = "answer comparison" if error is None else f"a label model wrong {error:.0%}"
+    return LearnReport(name, len(requests), config.learn, config.policy.min_similarity, current,
+                       _half(parts[0], ends[0]), _half(parts[1], ends[1]), tuple(moves),
+                       dict(deployment.labels), sum(v for k, v in deployment.calls.items() if k != "upstream"),
+                       labeller, config.answer_variation, accuracy)
+
+
+def _half(counts: _Counts, threshold: float) -> HalfRates:
+    return HalfRates(counts.requests, counts.served, counts.correct, counts.wrong,
+                     rate(counts.correct, counts.requests), rate(counts.wrong, counts.served), threshold)
+
+
+def fixed(config: LearnConfig, threshold: float) -> LearnConfig:
+    """The same deployment at a fixed threshold (learning off): a row of the hindsight comparison."""
+    return dataclasses.replace(config, policy=config.policy.at(threshold), learn=False)

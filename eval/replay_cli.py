@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from eval.cli_common import EmbedderOption, JsonOption, StagesOption
 from eval.cli_common import budgets as _budgets
-from eval.cli_common import check_fraction as _check_fraction
 from eval.cli_common import fail as _fail
 from eval.cli_common import load_judge as _load_judge
 from eval.cli_common import load_pair as _load_pair
@@ -25,9 +24,6 @@ from eval.datasets import DatasetError, StreamRequest, load_clusters, load_strea
 from eval.embedding import EmbedderName, make_embedder
 from index.embedding.embedder import Embedder
 from index.match.policy import DecisionMode
-
-if TYPE_CHECKING:
-    from eval.learn import LearnConfig
 
 OptionalTrace = Annotated[Path | None, typer.Option(
     exists=True, dir_okay=False, readable=True, help="Request trace to replay (JSONL: seq, intent, prompt[, part]).")]
@@ -64,18 +60,18 @@ def replay(
         "delta) to replay at, e.g. 0.02 or 0.01,0.02,0.05. Default: DEJA_MAX_FALSE_HIT_RATE.",
         show_default=False)] = None,
     seed: Annotated[int, typer.Option(help="Seed of random exploration and audits (vcache, --learn).")] = 0,
-    learn: Annotated[float | None, typer.Option(
-        "--learn", help="Simulate a deployment that learns: the first FRACTION of the trace is served by the "
-        "shipped judge and labelled only as a gateway would (exploration at DEJA_EXPLORE_RATE, shadows of "
-        "near-misses, audits at DEJA_AUDIT_RATE and denser where riskier, up to DEJA_AUDIT_CALLS_PER_HOUR), "
-        "then the judge is refitted and serves the rest. Throughout, the bar follows the audits and remembered "
-        "differences veto their recurrences, as on a gateway. The budget is the first --budget.",
-        metavar="FRACTION")] = None,
+    learn: Annotated[bool, typer.Option(
+        "--learn", help="Replay a live gateway that learns its namespace's threshold from the evidence it gathers "
+        "(shadow labels of near misses, audits at DEJA_AUDIT_RATE within DEJA_AUDIT_CALLS_PER_HOUR), at the "
+        "default decision from a cold cache, beside fixed thresholds (--compare): each row's two halves.")] = False,
+    compare: Annotated[str, typer.Option(
+        "--compare", help="--learn: fixed thresholds replayed beside it (the best within the budget in hindsight "
+        "is marked).")] = "0.80:0.92:0.02",
     answer_variation: Annotated[bool, typer.Option(
-        "--answer-variation", help="--learn: the stub upstream words one answer differently each call (the same "
-        "content, a different closing sentence), as a sampled model does.")] = False,
+        "--answer-variation/--same-answers", help="--learn: the stub upstream words one answer differently each "
+        "call (the same content, a different closing sentence), as a sampled model does.")] = True,
     labeller_error: Annotated[float | None, typer.Option(
-        "--labeller-error", help="--learn: labels come from an LLM label judge wrong this share of the time (and "
+        "--labeller-error", help="--learn: labels come from a label model wrong this share of the time (and "
         "configured with it, DEJA_LABEL_MODEL_ERROR_RATE); default: no label model, answers are compared.",
         metavar="RATE")] = None,
     stages: StagesOption = None,
@@ -89,13 +85,13 @@ def replay(
 
     name, requests = _trace(stream, clusters, part)
     settings = _settings()
-    if learn is not None:
-        _check_fraction(learn, "--learn")
-        first = _budgets(budget, settings.policy())[0]
+    if learn:
+        from eval.learn_cli import print_learn
+
         if labeller_error is not None and not 0.0 <= labeller_error < 0.5:
             raise typer.BadParameter(f"must be in [0, 0.5), got {labeller_error}", param_hint="--labeller-error")
-        learning = _learn_config(learn, first, seed, answer_variation, labeller_error)
-        _print_learn(name, requests, make_embedder(embedder), learning, as_json)
+        print_learn(name, requests, make_embedder(embedder), _thresholds(compare), seed, answer_variation,
+                    labeller_error, as_json)
         return
     if decision is ReplayDecision.VCACHE:
         deltas = _budgets(budget, settings.policy())
@@ -119,44 +115,6 @@ def replay(
     with _progress("embedding", len(unique_texts(r.prompt for r in requests))) as advance:
         report = run_replay(name, requests, model, config, advance)
     _print_report(report, as_json, replay_summary(report), replay_table(report))
-
-
-def _learn_config(fraction: float, budget: float, seed: int, answer_variation: bool = False,
-                  labeller_error: float | None = None) -> LearnConfig:
-    from eval.learn import LearnConfig
-    from index.match.explore import Exploration
-
-    settings = _settings()
-    return LearnConfig(fraction, budget, Exploration(settings.explore_rate), settings.audit_rate,
-                       settings.decision_log_floor, seed=seed, audit_calls_per_hour=settings.audit_calls_per_hour,
-                       answer_variation=answer_variation, labeller_error=labeller_error,
-                       answer_same_similarity=settings.answer_same_similarity)
-
-
-def _print_learn(name: str, requests: Sequence[StreamRequest], model: Embedder, config: LearnConfig,
-                 as_json: bool) -> None:
-    from eval.embedding import MemoEmbedder, embed_unique, unique_texts
-    from eval.learn import run_learn
-    from eval.tables import learn_table
-    from index.judge.model import JudgeModelError, load_judge
-
-    try:
-        prior = load_judge()
-    except JudgeModelError as exc:
-        _fail(str(exc))
-    with _progress("embedding", len(unique_texts(r.prompt for r in requests))) as advance:
-        memo = MemoEmbedder(model, embed_unique(model, (r.prompt for r in requests), progress=advance))
-    report = run_learn(name, requests, memo, prior, config)
-    variation = "answers that vary" if report.answer_variation else "the same answer every call"
-    summary = (f"{name}: {len(requests)} requests · learn from the first {config.fraction:.0%} · budget "
-               f"{config.max_false_hit_rate:g} · {report.refit} ({_label_counts(report.labels)}, "
-               f"{report.labels_same} same) · labels by {report.labeller}, {variation} · last quarter: "
-               f"{report.last_quarter_semantic} semantic hits")
-    _print_report(report, as_json, summary, learn_table(report))
-
-
-def _label_counts(labels: dict[str, int]) -> str:
-    return ", ".join(f"{n} {source}" for source, n in labels.items()) or "no labels"
 
 
 def _print_vcache(

@@ -14,7 +14,6 @@ from index.match.outcome import JUDGE_STAGE
 
 if TYPE_CHECKING:
     from eval.fit import FitReport
-    from eval.learn import LearnReport
     from eval.vcache import VCacheRow
 
 
@@ -171,15 +170,6 @@ def _shown(budget: BudgetShown | None) -> tuple[str, ...]:
     trust = "out of reach" if budget.audits_to_trust is None else str(budget.audits_to_trust)
     return (pct(budget.estimate), pct(budget.upper), str(budget.bar_level), str(budget.label_calls),
             str(budget.audit_calls), trust)
-
-
-def learn_table(report: LearnReport) -> TableData:
-    headers = ("part", "requests", "served", "correct", "wrong\n÷ served", "explored", "judge", "shown:\nestimate",
-               "shown:\n95% upper", "bar\nlevel", "label\ncalls", "audit\ncalls", "audits\nto trust")
-    cells = tuple((label, str(part.requests), pct(part.served), pct(part.correct), pct(part.wrong_over_served),
-                   pct(part.explored), part.judge_version, *_shown(part.budget))
-                  for label, part in (("before the refit", report.before), ("after the refit", report.learned)))
-    return TableData("learning replay (rates are % of the part's requests, except wrong ÷ served)", headers, cells)
 
 
 def fit_table(report: FitReport) -> TableData:

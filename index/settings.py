@@ -20,6 +20,7 @@ from index.match.policy import (
     DEFAULT_CANDIDATES,
     DEFAULT_JUDGE_CANDIDATES,
     DEFAULT_JUDGE_MIN_SIMILARITY,
+    DEFAULT_LEARN_FLOOR,
     DEFAULT_LOG_FLOOR,
     DEFAULT_MAX_FALSE_HIT_RATE,
     DEFAULT_MIN_CONTEXT_SIMILARITY,
@@ -153,7 +154,16 @@ class Settings(BaseSettings):
     difference_half_life_days: float = Field(
         7.0, gt=0, description="Days in which a remembered difference's evidence loses half its weight")
     audit_concurrency: int = Field(4, ge=1, description="Background audits in flight at most")
-    shadow_labels: bool = Field(True, description="Label near-misses by comparing the fresh answer")
+    shadow_labels: bool = Field(True, description="Label near misses (a candidate below the threshold that passes "
+                                "every other step) by comparing its answer with the fresh one")
+    learn_threshold: bool = Field(
+        True, description="Choose each namespace's cosine threshold from its own evidence, both ways: shadow labels "
+        "of near misses below it, audits of hits above it (off: the prior threshold serves)")
+    threshold_interval_seconds: float = Field(
+        5.0, gt=0, description="How often each namespace's learned threshold is re-chosen from the shared evidence")
+    learn_floor: float = Field(
+        DEFAULT_LEARN_FLOOR, ge=-1.0, le=1.0, description="The lowest cosine threshold a namespace's evidence may "
+        "choose; candidates from here up to the threshold are the near misses that are labelled")
     explore_rate: float = Field(
         DEFAULT_EXPLORE_RATE, ge=0.0, le=1.0,
         description="Judge mode: would-be hits just above the bar go upstream to be labelled with probability "
@@ -240,6 +250,7 @@ class Settings(BaseSettings):
             judge_conversations=self.judge_conversations,
             veto_below=self.veto_below,
             candidate_floor=self.judge_floor,
+            learn_floor=self.learn_floor,
         )
 
     @property

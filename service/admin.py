@@ -70,7 +70,8 @@ async def budget(rt: RuntimeDep) -> BudgetReport:
     """The false-hit budget on this deployment's traffic, per (namespace, API), read afresh from the log."""
     await run_in_threadpool(rt.flush_decisions)
     await run_in_threadpool(rt.budget.refresh)
-    return rt.budget.report()
+    await run_in_threadpool(rt.upkeep.refresh_thresholds, True)
+    return rt.budget.report().model_copy(update={"thresholds": rt.threshold_keeper.view()})
 
 
 @admin_router.get("/budget/evidence")
@@ -78,7 +79,7 @@ async def budget_evidence(rt: RuntimeDep) -> Evidence:
     """The latest moves of the namespaces' bars with their evidence, and the remembered differences with the
     counts behind each (wrong and right label weights, decayed; whether it vetoes) and the decisions it changed."""
     await run_in_threadpool(rt.differences.sync)
-    return rt.budget.evidence()
+    return rt.budget.evidence().model_copy(update={"threshold_moves": rt.threshold_keeper.moves()})
 
 
 @admin_router.get("/entries/{entry_id}")

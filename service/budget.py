@@ -16,6 +16,7 @@ from index.match.budget import BudgetTally, audits_to_trust
 from index.match.differences import Differences
 from index.storage.budget import budget_tallies
 from service.metrics import Metrics
+from service.thresholds import NamespaceThreshold, ThresholdMoveView
 
 
 class NamespaceBudget(BaseModel):
@@ -56,10 +57,12 @@ class DifferenceView(BaseModel):
 
 
 class BudgetReport(BaseModel):
-    """`GET /deja/budget`."""
+    """`GET /deja/budget`: the audited tallies per (namespace, API), and per namespace the learned threshold in
+    force with the evidence behind it."""
 
     budget: float
     namespaces: list[NamespaceBudget]
+    thresholds: list[NamespaceThreshold] = []
 
 
 class Evidence(BaseModel):
@@ -68,6 +71,7 @@ class Evidence(BaseModel):
 
     bar_changes: list[BarMove]
     differences: list[DifferenceView]
+    threshold_moves: list[ThresholdMoveView] = []
 
 
 class BudgetKeeper:

@@ -55,6 +55,10 @@ class Metrics:
         self.budget_bar = Gauge("deja_budget_bar", "The namespace's bar (judge probability, or cosine threshold)",
                                 budget_labels, registry=r)
         self.bar_changes = Counter("deja_bar_changes", "Moves of a namespace's bar", ["direction"], registry=r)
+        self.threshold = Gauge("deja_threshold", "The namespace's learned cosine threshold in force", ["namespace"],
+                               registry=r)
+        self.threshold_moves = Counter("deja_threshold_moves", "Moves of a namespace's learned threshold",
+                                       ["direction"], registry=r)
         self.label_calls = Counter("deja_label_calls", "LLM label-judge calls (DEJA_LABEL_MODEL) by outcome",
                                    ["outcome"], registry=r)
         self.label_cost = Counter("deja_label_cost_usd", "Estimated cost of LLM label-judge calls, from the price "

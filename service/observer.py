@@ -44,7 +44,8 @@ class Observer:
         self.log_decision(DecisionRecord(
             exchange.request_id, exchange.key.namespace, exchange.key.model, exchange.key.prompt,
             lookup.candidate_id, lookup.candidate_prompt, decision.similarity, min_similarity, decision.logged_stages(),
-            lookup.verdict.value, decision.reason, decision.vetoed_by, self.clock(), exchange.dialect.name))
+            lookup.verdict.value, decision.reason, decision.vetoed_by, self.clock(), exchange.dialect.name,
+            decision.would_serve))
 
     def time(self, exchange: Exchange, verdict: Verdict) -> None:
         self.metrics.request_seconds.labels(exchange.dialect.name, verdict.value).observe(

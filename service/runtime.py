@@ -31,7 +31,9 @@ from index.match.decide import Deciders
 from index.match.differences import Differences
 from index.match.explore import Exploration
 from index.match.judged import JudgeModel, PairReader
+from index.match.live_threshold import LearnerConfig
 from index.match.matcher import Matcher, NamespacePolicies
+from index.match.threshold_book import ThresholdBook
 from index.search.hnsw import SemanticIndex
 from index.search.pgvector import PgVectorIndex, PgVectorParams
 from index.search.pgvector import check as check_pgvector
@@ -41,6 +43,7 @@ from index.search.vector_index import VectorIndex, VectorIndexKind
 from index.storage.decision_log import DecisionLog, DecisionRecord
 from index.storage.differences import SqlDifferenceLog
 from index.storage.entries import EntryStore, make_engine
+from index.storage.evidence import EvidenceLog
 from index.storage.exact import ExactCache, LruExactCache, RedisExactCache
 from index.storage.judge_models import JudgeStore
 from index.storage.secret import check_secret
@@ -52,6 +55,7 @@ from service.label_judge import LabelJudge
 from service.metrics import Metrics
 from service.runtime_view import RuntimeView
 from service.settings import Settings
+from service.thresholds import ThresholdKeeper
 from service.upkeep import JudgeSync, Upkeep, UpkeepParts
 from service.upstream import Upstream
 
@@ -143,7 +147,11 @@ class Runtime:
         self.bars = BarBook(settings.max_false_hit_rate, self.clock, error_rate=self.label_error_rate)
         self.differences = Differences(SqlDifferenceLog(self.engine), self.clock,
                                        settings.difference_half_life_days * 86400.0, settings.difference_min_labels)
-        matcher = Matcher(self.policy, deciders, self.differences, level=self.bars.level)
+        # Each namespace's threshold, learned from the shared decision log's evidence (guarded mode).
+        self.learned = ThresholdBook(LearnerConfig.for_policy(self.policy, self.label_error_rate), self.clock)
+        learns = settings.learn_threshold and self.policy.guarded
+        matcher = Matcher(self.policy, deciders, self.differences, level=self.bars.level,
+                          learned=self.learned.threshold if learns else None)
         self.cache = Cache(parts.exact or build_exact(settings), self.store,
                            build_index(settings, self.engine, self.embedder), self.embedder, config,
                            clock=self.clock, matcher=matcher)
@@ -160,6 +168,8 @@ class Runtime:
         self.audit_sampler = AuditSampler(settings.audit_rate, settings.audit_calls_per_hour, self.clock,
                                           calls_per_audit=2)
         self.budget = BudgetKeeper(self.engine, self.bars, self.metrics, self.differences, self.prior_bar)
+        self.threshold_keeper = ThresholdKeeper(self.learned, EvidenceLog(self.engine),
+                                                lambda ns: self.thresholds.prior_for(ns).min_similarity, self.metrics)
         self.upstream = build_upstream(settings, settings.upstream_url, parts.transport)
         self.anthropic_upstream = build_upstream(settings, settings.anthropic_upstream_url, parts.transport)
         self.label_judge = None if settings.label_model is None else LabelJudge(
@@ -167,7 +177,8 @@ class Runtime:
         self.secret = settings.secret_bytes()
         self.credentials = credential_policy(settings)
         self.upkeep = Upkeep(UpkeepParts(settings, self.metrics, self.cache, self.maintainer, self.forgetting,
-                                         self.budget, self.decisions, self.judge_sync, self.snapshot))
+                                         self.budget, self.decisions, self.judge_sync, self.snapshot,
+                                         self.threshold_keeper if learns else None))
         self.ready = self.upkeep.ready
         self.view = RuntimeView(settings, self.policy, self.embedder, self.cache, self.store, self.decisions,
                                 self.maintainer, self.stages)
@@ -201,7 +212,7 @@ class Runtime:
         scorer = deciders.pair if deciders.pair is not None else deciders.judge
         if policy.judged and scorer is not None:
             return scorer.cut(policy.max_false_hit_rate)
-        return policy.min_similarity
+        return self.thresholds.policy_for(namespace).min_similarity
 
     def upstream_for(self, name: UpstreamName) -> Upstream:
         return self.anthropic_upstream if name is UpstreamName.ANTHROPIC else self.upstream

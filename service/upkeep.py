@@ -27,6 +27,7 @@ from index.storage.judge_models import JudgeStore
 from service.budget import BudgetKeeper
 from service.metrics import Metrics
 from service.settings import Settings
+from service.thresholds import ThresholdKeeper
 
 log = logging.getLogger("deja.runtime")
 
@@ -91,6 +92,8 @@ class UpkeepParts:
     decisions: DecisionLog
     judge_sync: JudgeSync
     snapshot: SnapshotDir
+    # Learned thresholds (guarded mode with DEJA_LEARN_THRESHOLD); None = the prior serves.
+    thresholds: ThresholdKeeper | None = None
 
 
 class Upkeep:
@@ -103,6 +106,7 @@ class Upkeep:
         # Entries in the index as of the last count (a shared index is counted in SQL: not every round).
         self.indexed_entries = 0
         self._last_snapshot = time.monotonic()
+        self._last_thresholds = float("-inf")
         self._pending: list[DecisionRecord] = []
         self._pending_lock = threading.Lock()
 
@@ -168,12 +172,23 @@ class Upkeep:
                 p.cache.histories = p.decisions.entry_histories()
         p.judge_sync.sync()
         p.cache.matcher.namespaces.by_namespace = p.decisions.thresholds()
+        self.refresh_thresholds()
         if evict or isinstance(p.cache.index, SemanticIndex):  # a shared index is counted in SQL: not every round
             self.indexed_entries = len(p.cache.index)
         p.metrics.indexed.set(self.indexed_entries)
         interval = p.settings.snapshot_interval_seconds
         if interval and time.monotonic() - self._last_snapshot >= interval:
             self.save_snapshot()
+
+    def refresh_thresholds(self, force: bool = False) -> None:
+        """Every `DEJA_THRESHOLD_INTERVAL_SECONDS`, each namespace's threshold from the shared evidence."""
+        keeper = self.parts.thresholds
+        if keeper is None:
+            return
+        if force or time.monotonic() - self._last_thresholds >= self.parts.settings.threshold_interval_seconds:
+            self.flush_decisions()
+            keeper.refresh()
+            self._last_thresholds = time.monotonic()
 
     def _label_metrics(self) -> None:
         p = self.parts

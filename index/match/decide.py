@@ -110,7 +110,7 @@ def _guarded(query: str, candidates: Sequence[Candidate], policy: MatchPolicy, d
     """The guarded rule, then exploration: a hit the learned score doubts (P within the lower `band` of the
     range above the veto's bar) goes upstream at `DEJA_EXPLORE_RATE`, to be labelled."""
     setup = GuardedSetup(policy.min_similarity, policy.veto_below, deciders.stages, deciders.judge, deciders.pair,
-                         policy.max_decision_chars, policy.max_false_hit_rate, histories)
+                         policy.max_decision_chars, policy.max_false_hit_rate, histories, policy.learn_floor)
     decision = guarded(query, candidates, setup)
     p = decision.probability
     if decision.hit and p is not None and deciders.exploration.rate > 0.0:

@@ -53,6 +53,10 @@ class GuardedSetup:
     max_decision_chars: int
     max_false_hit_rate: float
     histories: Mapping[int, EntryHistory] | None = None
+    # Candidates below the threshold but at or above this go through the remaining steps too: one that passes
+    # them is a near miss that would be served at its cosine (`Decision.would_serve`), the evidence that can
+    # lower the namespace's threshold (`index.match.live_threshold`).
+    learn_floor: float = 1.0
 
 
 def guarded(query: str, candidates: Sequence[Candidate], setup: GuardedSetup) -> Decision:
@@ -60,6 +64,7 @@ def guarded(query: str, candidates: Sequence[Candidate], setup: GuardedSetup) ->
     similar one. `Decision.chosen` indexes `candidates`. Below the threshold a less similar candidate can still
     pass on the same-content override (a step before the threshold); none reads a learned score."""
     first: Decision | None = None
+    near: Decision | None = None
     sims = [c.similarity for c in candidates]
     margin = margins(sims)
     for index, candidate in enumerate(candidates):
@@ -68,8 +73,10 @@ def guarded(query: str, candidates: Sequence[Candidate], setup: GuardedSetup) ->
             return decision
         if first is None:
             first = decision
+        if near is None and decision.would_serve:
+            near = decision
     assert first is not None
-    return first
+    return near or first
 
 
 def _one(query: str, candidate: Candidate, index: int, margin: float, setup: GuardedSetup) -> Decision:
@@ -88,22 +95,29 @@ def _one(query: str, candidate: Candidate, index: int, margin: float, setup: Gua
         return Decision(Reason.VETOED, sim, vetoed_by=safety.stage, stages=(veto,), chosen=index)
     if same_content(query, candidate.prompt):
         return _hit(candidate, index, SAME_CONTENT, setup)
-    if sim < setup.min_similarity:
+    below = sim < setup.min_similarity
+    if below and sim < setup.learn_floor:
         return Decision(Reason.BELOW_THRESHOLD, sim, chosen=index)
     results: list[StageResult] = []
     for stage in setup.stages:
         result = stage.check(query, candidate.prompt)
         results.append(result)
         if not result.passed:
+            if below:
+                return Decision(Reason.BELOW_THRESHOLD, sim, chosen=index)
             return Decision(Reason.VETOED, sim, vetoed_by=stage.name, stages=tuple(results), chosen=index)
     p = learned_probability(query, candidate, index, margin, setup)
     if p is not None and p < setup.veto_below:
+        if below:
+            return Decision(Reason.BELOW_THRESHOLD, sim, chosen=index)
         veto = StageResult(LEARNED_VETO, False, f"P(same answer) {p:.3f} < {setup.veto_below:g}", p)
         return Decision(Reason.VETOED, sim, vetoed_by=LEARNED_VETO, stages=(*results, veto), chosen=index,
                         probability=p, bar=setup.veto_below, max_false_hit_rate=setup.max_false_hit_rate,
                         version=_version(setup))
-    return Decision(Reason.HIT, sim, stages=tuple(results), chosen=index, probability=p, bar=setup.veto_below,
-                    version=_version(setup), max_false_hit_rate=setup.max_false_hit_rate, basis=COSINE)
+    reason = Reason.BELOW_THRESHOLD if below else Reason.HIT
+    return Decision(reason, sim, stages=tuple(results), chosen=index, probability=p, bar=setup.veto_below,
+                    version=_version(setup), max_false_hit_rate=setup.max_false_hit_rate, basis=COSINE,
+                    would_serve=True)
 
 
 def learned_probability(query: str, candidate: Candidate, index: int, margin: float,

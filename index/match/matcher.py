@@ -42,8 +42,11 @@ class NamespacePolicies:
     policy: MatchPolicy
     # namespace -> (threshold, labels it was chosen from)
     by_namespace: dict[str, tuple[float, int]] = field(default_factory=dict)
-    # The live budget's bar level of a namespace (`index.match.bar_book.BarBook.level`); None = all at the prior.
+    # The live budget's bar level of a namespace in judge mode (`index.match.bar_book.BarBook.level`).
     level: Callable[[str], int] | None = None
+    # The namespace's cosine threshold learned from its evidence (`index.match.threshold_book.ThresholdBook`);
+    # None = the prior serves.
+    learned: Callable[[str], float | None] | None = None
 
     @property
     def default(self) -> float:
@@ -57,6 +60,9 @@ class NamespacePolicies:
     def policy_for(self, namespace: str) -> MatchPolicy:
         """The prior with the namespace's bar level: the judge's bar, or the cosine threshold, moved."""
         policy = self.prior_for(namespace)
+        learned = None if self.learned is None or policy.judged else self.learned(namespace)
+        if learned is not None:
+            return moved_to(policy, learned)
         level = 0 if self.level is None else self.level(namespace)
         if level == 0:
             return policy
@@ -66,14 +72,30 @@ class NamespacePolicies:
         return moved.at_level(level) if policy.guarded else moved
 
 
+def moved_to(policy: MatchPolicy, threshold: float) -> MatchPolicy:
+    """`policy` at a learned cosine threshold; a conversation's thresholds (its last messages' and its
+    context's) move by as much, both ways."""
+    shift = threshold - policy.min_similarity
+    return dataclasses.replace(
+        policy, min_similarity=threshold,
+        conversation_threshold=_clip(policy.conversation_threshold + shift),
+        min_context_similarity=_clip(policy.min_context_similarity + shift),
+        learn_floor=min(policy.learn_floor, threshold))
+
+
+def _clip(similarity: float) -> float:
+    return round(max(-1.0, min(0.999, similarity)), 6)
+
+
 class Matcher:
     """The decision with its live state: the per-namespace policies, the deciders (stages, judge, pair model,
     exploration) and the remembered differences. Thread-safe to read; the judge in force is swapped whole."""
 
     def __init__(self, policy: MatchPolicy, deciders: Deciders | None = None,
                  differences: RememberedDifferences | None = None,
-                 level: Callable[[str], int] | None = None) -> None:
-        self.namespaces = NamespacePolicies(policy, level=level)
+                 level: Callable[[str], int] | None = None,
+                 learned: Callable[[str], float | None] | None = None) -> None:
+        self.namespaces = NamespacePolicies(policy, level=level, learned=learned)
         self._deciders = deciders or Deciders()
         self.differences = differences
         if policy.judged and self._deciders.judge is None:

@@ -62,6 +62,9 @@ class Decision:
     basis: str | None = None
     # Judge mode: candidates the pair model read for this decision (0 when the judge's P settled it).
     pair_read: int = 0
+    # The chosen candidate is served, or would be at a threshold at its cosine, on the cosine alone (every other
+    # step passed; a plain rewording served on its content is not): the evidence of the threshold it rests on.
+    would_serve: bool = False
 
     def __post_init__(self) -> None:
         if (self.reason is Reason.VETOED) != (self.vetoed_by is not None):

@@ -23,6 +23,9 @@ DEFAULT_GUARDED_MIN_SIMILARITY = 0.92
 # dev sources: it removes the contrasts the rules miss and costs few rewordings).
 DEFAULT_VETO_BELOW = 0.6
 DEFAULT_MIN_CONTEXT_SIMILARITY = 0.70
+# The lowest cosine threshold a namespace's evidence may choose (`DEJA_LEARN_FLOOR`): candidates from here up to the
+# threshold are near misses whose labels are the evidence (`index.match.live_threshold`).
+DEFAULT_LEARN_FLOOR = 0.80
 DEFAULT_MAX_FALSE_HIT_RATE = 0.02
 DEFAULT_JUDGE_CANDIDATES = 5
 # The pair model reads at most this many undecided candidates per request (the most probable by the judge).
@@ -83,9 +86,11 @@ class MatchPolicy:
     veto_below: float = DEFAULT_VETO_BELOW
     # Judge mode: the candidate floor of the index search (candidates below it are never scored).
     candidate_floor: float = DEFAULT_JUDGE_MIN_SIMILARITY
+    # Guarded mode: candidates from here up to the threshold go through every other step, as near misses.
+    learn_floor: float = DEFAULT_LEARN_FLOOR
 
     def __post_init__(self) -> None:
-        for name in ("min_similarity", "min_context_similarity", "conversation_threshold"):
+        for name in ("min_similarity", "min_context_similarity", "conversation_threshold", "learn_floor"):
             value = getattr(self, name)
             if not -1.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be a cosine similarity in [-1, 1], got {value}")

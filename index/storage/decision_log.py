@@ -54,6 +54,8 @@ class DecisionRecord:
     created_at: float
     # The API the request spoke (`chat`, `messages`, `responses`): `eval sweep --traffic --api` filters on it.
     api: str = "chat"
+    # Served, or would be served at a threshold at `similarity`, on the cosine alone (`Decision.would_serve`).
+    would_serve: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ def _row_to_decision(m: object) -> DecisionRecord:
     return DecisionRecord(
         row["request_id"], row["namespace"], row["model"], row["prompt"], row["entry_id"], row["candidate_prompt"],
         float(row["similarity"]), float(row["min_similarity"]), stages, row["verdict"], reason, vetoed_by,
-        float(row["created_at"]), row["api"],
+        float(row["created_at"]), row["api"], bool(row["would_serve"]),
     )
 
 
@@ -122,7 +124,7 @@ class DecisionLog:
             "request_id": r.request_id, "namespace": r.namespace, "model": r.model, "prompt": r.prompt,
             "entry_id": r.entry_id, "candidate_prompt": r.candidate_prompt, "similarity": r.similarity,
             "min_similarity": r.min_similarity, "stages": _stages_json(r.stages), "verdict": r.verdict,
-            "vetoed_by": _outcome_column(r), "created_at": r.created_at, "api": r.api,
+            "vetoed_by": _outcome_column(r), "created_at": r.created_at, "api": r.api, "would_serve": r.would_serve,
         } for r in records]
         try:
             with self.engine.begin() as conn:

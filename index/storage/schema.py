@@ -77,7 +77,10 @@ decisions = Table(
     Column("prompt_hash", String(64), nullable=True),
     Column("candidate_hash", String(64), nullable=True),
     Column("forgotten_at", Float, nullable=True),
+    # The candidate is served, or would be at a threshold at its cosine, on the cosine alone (a near miss).
+    Column("would_serve", Boolean, nullable=True),
     Index("ix_deja_decisions_namespace", "namespace"),
+    Index("ix_deja_decisions_evidence", "namespace", "would_serve", "created_at"),
     Index("ix_deja_decisions_created_at", "created_at"),
     Index("ix_deja_decisions_retention", "forgotten_at", "created_at"),
     Index("ix_deja_decisions_entry_id", "entry_id"),

@@ -1,0 +1,203 @@
+"""A namespace's cosine threshold from its own evidence (`index.match.evidence`), both ways.
+
+Each band's wrong rate has a Beta prior (the cold-start threshold's belief: at or above the prior threshold
+a rate of half the budget, below it a rate that grows as the cosine falls) that the band's labels update; a
+labeller that errs at `error_rate` is part of the likelihood (a label says "wrong" with probability
+e + p(1 - 2e)). The wrong rate of everything a threshold t would serve is the mass-weighted mixture of the bands
+at or above t; its posterior is sampled (seeded, so the same evidence always gives the same threshold).
+
+- down: the threshold in force is the lowest t whose mixture is within the budget with probability at least
+  `confidence` (0.8): a few hundred labels decide, where a 95% bound on a 2% budget needs thousands;
+- up: when the mixture at the threshold in force is over the budget with probability at least `confidence`,
+  the threshold rises to the lowest t that is no longer over it with that probability;
+- otherwise it stays: between "within" and "over" the evidence has not decided, and the threshold does not
+  chase noise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from scipy.special import betainc, ndtri
+
+from index.match.evidence import Evidence
+from index.match.policy import MatchPolicy
+
+Floats = npt.NDArray[np.float64]
+# Cells of the grid on which each band's posterior is computed: finer near 0, where the budget lies. The prior's
+# mass per cell comes from the Beta CDF (a density read at points misplaces the mass of a prior peaked at 0).
+EDGES = np.concatenate([[0.0], np.geomspace(1e-4, 1.0, 400)])
+GRID = len(EDGES) - 1
+MIDPOINTS = np.sqrt(np.maximum(EDGES[:-1], 1e-6) * EDGES[1:])
+DRAWS = 2000
+# Below the prior threshold the prior's wrong rate grows e-fold every this much cosine.
+PRIOR_SCALE = 0.03
+PRIOR_STRENGTH = 4.0
+CONFIDENCE = 0.8
+# Each band holds at least this share of the evidence's mass (and at least one request): a band no request has
+# reached yet is not a band without risk. And a threshold below the prior needs this many labels between it and
+# the prior: mass-weighting alone would open empty bands on the strength of the bands above them.
+PSEUDO_MASS_SHARE = 0.02
+MIN_LABELS_BELOW_PRIOR = 10
+
+
+@dataclass(frozen=True)
+class LearnerConfig:
+    """What the learner needs besides the evidence: the budget (wrong ÷ served), the cold-start threshold, the
+    lowest threshold it may choose, the labeller's error rate and the confidence of a move."""
+
+    budget: float
+    prior: float
+    floor: float
+    error_rate: float = 0.0
+    confidence: float = CONFIDENCE
+    prior_strength: float = PRIOR_STRENGTH
+    seed: int = 0
+
+    @classmethod
+    def for_policy(cls, policy: MatchPolicy, error_rate: float = 0.0, seed: int = 0) -> LearnerConfig:
+        """The learner of a deployment running `policy`: its budget, its threshold as the prior, its floor."""
+        return cls(policy.max_false_hit_rate, policy.min_similarity, min(policy.learn_floor, policy.min_similarity),
+                   error_rate=error_rate, seed=seed)
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.budget < 1.0:
+            raise ValueError(f"budget must be in (0, 1), got {self.budget}")
+        if not self.floor <= self.prior:
+            raise ValueError(f"the lowest threshold {self.floor} is above the prior {self.prior}")
+        if not 0.0 <= self.error_rate < 0.5:
+            raise ValueError(f"error_rate must be in [0, 0.5), got {self.error_rate}")
+        if not 0.5 <= self.confidence < 1.0:
+            raise ValueError(f"confidence must be in [0.5, 1), got {self.confidence}")
+
+
+@dataclass(frozen=True)
+class BandView:
+    """One band as shown: its evidence and the posterior mean of its wrong rate."""
+
+    low: float
+    mass: float
+    right: float
+    wrong: float
+    wrong_rate: float
+
+
+@dataclass(frozen=True)
+class ThresholdState:
+    """The threshold in force and what it rests on: the estimated wrong ÷ served there, the probability that it
+    is within the budget, and how many more labels (and requests, at the current label rate) would let it
+    move one band down (None when the evidence points the other way)."""
+
+    threshold: float
+    prior: float
+    estimate: float
+    within: float
+    labels: int
+    bands: tuple[BandView, ...]
+    next_down: float | None = None
+    labels_to_move: int | None = None
+    requests_to_move: int | None = None
+
+
+def prior_rate(low: float, config: LearnerConfig) -> float:
+    """The cold-start belief in a band's wrong rate: half the budget at or above the prior threshold."""
+    rate = config.budget / 2.0 * float(np.exp(max(0.0, config.prior - low) / PRIOR_SCALE))
+    return min(0.5, rate)
+
+
+def _posterior_draws(evidence: Evidence, config: LearnerConfig) -> Floats:
+    """Draws of each band's wrong rate (DRAWS x bands), from its grid posterior by inverse CDF."""
+    grid = MIDPOINTS
+    e = config.error_rate
+    says_wrong = e + grid * (1.0 - 2.0 * e)
+    rng = np.random.default_rng(config.seed)
+    uniform = rng.random((DRAWS, len(evidence.bands)))
+    draws = np.empty_like(uniform)
+    for j, band in enumerate(evidence.bands):
+        mean = prior_rate(band.low, config)
+        a, b = config.prior_strength * mean, config.prior_strength * (1.0 - mean)
+        prior = np.diff(betainc(a, b, EDGES))
+        log_post = (np.log(np.maximum(prior, 1e-300)) + band.wrong * np.log(says_wrong)
+                    + band.right * np.log1p(-says_wrong))
+        weights = np.exp(log_post - log_post.max())
+        cdf = np.cumsum(weights)
+        cdf /= cdf[-1]
+        draws[:, j] = grid[np.minimum(np.searchsorted(cdf, uniform[:, j]), GRID - 1)]
+    return draws
+
+
+def _mixtures(evidence: Evidence, draws: Floats) -> tuple[Floats, Floats]:
+    """Draws of wrong ÷ served at each band's lower edge taken as the threshold (DRAWS x bands), and the mass
+    each threshold would serve. A threshold serving nothing has NaN draws."""
+    mass = np.array([band.mass for band in evidence.bands])
+    mass = np.maximum(mass, max(1.0, PSEUDO_MASS_SHARE * float(mass.sum())))
+    served = np.cumsum(mass[::-1])[::-1] + evidence.fixed
+    wrong = np.cumsum((draws * mass)[:, ::-1], axis=1)[:, ::-1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return wrong / served, served
+
+
+def choose(evidence: Evidence, current: float, config: LearnerConfig) -> ThresholdState:
+    """The threshold in force after `evidence`, from `current` (the threshold in force before)."""
+    lows = np.array([band.low for band in evidence.bands])
+    draws = _posterior_draws(evidence, config)
+    mixtures, served = _mixtures(evidence, draws)
+    within = np.where(served > 0, np.mean(mixtures <= config.budget, axis=0), np.nan)
+    over = 1.0 - within
+    index = _index_of(lows, current)
+    labelled = np.cumsum([band.labels for band in evidence.bands][::-1])[::-1]
+    prior = _index_of(lows, config.prior)
+    enough = [lows[j] >= config.prior or labelled[j] - labelled[min(prior, len(lows) - 1)] >= MIN_LABELS_BELOW_PRIOR
+              for j in range(len(lows))]
+    certified = [j for j in range(len(lows)) if enough[j] and within[j] >= config.confidence]
+    new = index
+    if certified and certified[0] < index:
+        new = certified[0]
+    elif index < len(lows) and served[index] > 0 and over[index] >= config.confidence:
+        rising = [j for j in range(index + 1, len(lows)) if not served[j] > 0 or over[j] < config.confidence]
+        new = rising[0] if rising else len(lows) - 1
+    threshold = float(lows[new]) if new < len(lows) else current
+    return _state(evidence, config, threshold, new, draws, mixtures, within)
+
+
+def _index_of(lows: Floats, threshold: float) -> int:
+    """The band whose lower edge is `threshold` (rounded to the band below when between edges)."""
+    return int(np.clip(np.searchsorted(lows, threshold + 1e-9) - 1, 0, len(lows)))
+
+
+def _state(evidence: Evidence, config: LearnerConfig, threshold: float, index: int, draws: Floats,
+           mixtures: Floats, within: Floats) -> ThresholdState:
+    means = draws.mean(axis=0)
+    views = tuple(BandView(b.low, b.mass, b.right, b.wrong, float(m))
+                  for b, m in zip(evidence.bands, means, strict=True))
+    at = index if index < len(evidence.bands) else len(evidence.bands) - 1
+    column = mixtures[:, at]
+    estimate = float(np.nanmean(column)) if np.isfinite(column).any() else 0.0
+    share = float(within[at]) if np.isfinite(within[at]) else 1.0
+    below = [j for j in range(at) if evidence.bands[j].mass > 0]
+    state = ThresholdState(threshold, config.prior, estimate, share, evidence.labels, views)
+    if not below:
+        return state
+    nxt = below[-1]
+    labels = _labels_to_trust(evidence, mixtures[:, nxt], nxt, config)
+    requests = None
+    if labels is not None and evidence.label_rate > 0:
+        requests = int(np.ceil(labels / evidence.label_rate))
+    return ThresholdState(threshold, config.prior, estimate, share, evidence.labels, views,
+                          float(evidence.bands[nxt].low), labels, requests)
+
+
+def _labels_to_trust(evidence: Evidence, column: Floats, index: int, config: LearnerConfig) -> int | None:
+    """Labels more, at the rate seen so far, before the threshold `index` is within the budget with the
+    learner's confidence: the posterior's spread shrinks as 1/sqrt(labels). None: the evidence says over."""
+    mean, spread = float(np.mean(column)), float(np.std(column))
+    if mean >= config.budget:
+        return None
+    if np.mean(column <= config.budget) >= config.confidence:
+        return 0
+    have = sum(b.labels for b in evidence.bands[index:]) + config.prior_strength
+    z = float(ndtri(config.confidence))
+    need = have * (z * spread / (config.budget - mean)) ** 2
+    return max(1, int(np.ceil(need - have)))

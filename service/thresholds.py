@@ -1,0 +1,93 @@
+"""Each namespace's learned cosine threshold on a gateway: `ThresholdKeeper.refresh` (the upkeep tick, every
+`DEJA_THRESHOLD_INTERVAL_SECONDS`) re-reads every namespace's evidence from the shared decision log
+(`index.storage.evidence`) and lets `index.match.threshold_book` choose; `view` is what `/deja/budget` and the
+overview page show: the threshold in force, the evidence per band behind it and the labels that would move it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from pydantic import BaseModel
+
+from index.errors import StoreUnavailable
+from index.match.evidence import collect
+from index.match.threshold_book import ThresholdBook, ThresholdMove
+from index.storage.evidence import EvidenceLog
+from service.metrics import Metrics
+
+log = logging.getLogger("deja.threshold")
+
+
+class BandRow(BaseModel):
+    low: float  # the band is [low, low + 0.01) of cosine similarity
+    requests: float  # would-serve requests seen in the band, aged
+    right: float  # labels saying the candidate's answer was right, aged
+    wrong: float
+    wrong_rate: float  # posterior mean of the band's wrong rate (prior + labels)
+
+
+class NamespaceThreshold(BaseModel):
+    namespace: str
+    threshold: float  # the cosine threshold in force
+    prior: float  # the threshold a namespace without evidence serves at
+    estimate: float  # estimated wrong ÷ served at the threshold in force
+    within_budget: float  # posterior probability that wrong ÷ served is within the budget there
+    labels: int
+    next_down: float | None  # the next lower threshold with traffic
+    labels_to_move: int | None  # more labels (at the rates seen) before it moves there; None: evidence says no
+    requests_to_move: int | None  # the same in requests, at the namespace's current label rate
+    bands: list[BandRow]
+
+
+class ThresholdMoveView(BaseModel):
+    namespace: str
+    old: float
+    new: float
+    estimate: float
+    within_budget: float
+    labels: int
+    at: float
+
+
+class ThresholdKeeper:
+    """Refreshes the book from SQL; the book itself is what the Matcher reads."""
+
+    def __init__(self, book: ThresholdBook, evidence: EvidenceLog, prior: Callable[[str], float],
+                 metrics: Metrics) -> None:
+        self.book = book
+        self.evidence = evidence
+        self.prior = prior
+        self.metrics = metrics
+
+    def refresh(self) -> list[ThresholdMove]:
+        """In a worker thread: every namespace's threshold from its evidence."""
+        moves = []
+        try:
+            for namespace in self.evidence.namespaces():
+                found = collect(self.evidence.observations(namespace), self.book.config.floor)
+                move = self.book.update(namespace, found, self.prior(namespace))
+                state = self.book.state(namespace)
+                if state is not None:
+                    self.metrics.threshold.labels(namespace).set(state.threshold)
+                if move is not None:
+                    moves.append(move)
+                    self.metrics.threshold_moves.labels("down" if move.new < move.old else "up").inc()
+        except StoreUnavailable as exc:
+            log.warning("thresholds not refreshed: %s", exc)
+        return moves
+
+    def view(self) -> list[NamespaceThreshold]:
+        rows = []
+        for namespace, s in sorted(self.book.states().items()):
+            bands = [BandRow(low=b.low, requests=round(b.mass, 3), right=round(b.right, 3), wrong=round(b.wrong, 3),
+                             wrong_rate=round(b.wrong_rate, 5)) for b in s.bands]
+            rows.append(NamespaceThreshold(
+                namespace=namespace, threshold=s.threshold, prior=s.prior, estimate=round(s.estimate, 5),
+                within_budget=round(s.within, 4), labels=s.labels, next_down=s.next_down,
+                labels_to_move=s.labels_to_move, requests_to_move=s.requests_to_move, bands=bands))
+        return rows
+
+    def moves(self) -> list[ThresholdMoveView]:
+        return [ThresholdMoveView(namespace=m.namespace, old=m.old, new=m.new, estimate=m.estimate,
+                                  within_budget=m.within, labels=m.labels, at=m.at) for m in self.book.history]
