@@ -60,9 +60,10 @@ def comparison_table(result: LearnComparison) -> TableData:
 
 def print_learn(name: str, requests: Sequence[StreamRequest], model: Embedder, thresholds: Sequence[float], seed: int,
                 answer_variation: bool, labeller_error: float | None, as_json: bool) -> None:
-    from eval.embedding import MemoEmbedder, embed_unique, unique_texts
     import dataclasses
     import json
+
+    from eval.embedding import MemoEmbedder, embed_unique, unique_texts
 
     settings = settings_from_env()
     policy, stages = policy_and_stages(settings, None)

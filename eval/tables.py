@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from eval.live_budget import BudgetShown
 from eval.metrics import rate, trials_needed
 from eval.replay import ReplayReport, ReplayRow
 from eval.sweep import StageVetoes, Sweep, SweepPoint, SweepReport, ThresholdChoice
@@ -162,14 +161,6 @@ def vcache_table(rows: Sequence[VCacheRow]) -> TableData:
                    pct(rate(row.exact_hits, row.requests)), pct(rate(row.semantic_hits, row.requests)),
                    pct(row.explored_rate), pct(row.oracle_rate)) for row in rows)
     return TableData("vCache replay (rates are % of all requests, except wrong ÷ served)", headers, cells)
-
-
-def _shown(budget: BudgetShown | None) -> tuple[str, ...]:
-    if budget is None:
-        return ("–",) * 6
-    trust = "out of reach" if budget.audits_to_trust is None else str(budget.audits_to_trust)
-    return (pct(budget.estimate), pct(budget.upper), str(budget.bar_level), str(budget.label_calls),
-            str(budget.audit_calls), trust)
 
 
 def fit_table(report: FitReport) -> TableData:
