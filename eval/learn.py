@@ -167,6 +167,8 @@ class _Deployment:
             counts.served += 1
             counts.correct += right
             counts.wrong += not right
+            if lookup.verdict is Verdict.EXACT_HIT:
+                self.observations.append(Observation(1.0, fixed=True))
             if lookup.verdict is Verdict.SEMANTIC_HIT and decision is not None:
                 self.observations.append(Observation(decision.similarity, fixed=not decision.would_serve))
                 self._audit(request, lookup, right)

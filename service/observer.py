@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 
 from index.match.matcher import DIFFERENCE
-from index.match.outcome import Lookup
+from index.match.outcome import Lookup, Reason
 from index.records import Verdict
 from index.storage.decision_log import DecisionRecord
 from service.exchange import Exchange
@@ -31,6 +31,8 @@ class Observer:
         for backend in lookup.degraded:
             metrics.degraded.labels(backend).inc()
         decision = lookup.decision
+        if lookup.verdict is Verdict.EXACT_HIT:
+            self._exact_hit(exchange, min_similarity)
         if decision is None or lookup.candidate_prompt is None:
             return
         if decision.vetoed_by is not None:
@@ -46,6 +48,13 @@ class Observer:
             lookup.candidate_id, lookup.candidate_prompt, decision.similarity, min_similarity, decision.logged_stages(),
             lookup.verdict.value, decision.reason, decision.vetoed_by, self.clock(), exchange.dialect.name,
             decision.would_serve))
+
+    def _exact_hit(self, exchange: Exchange, min_similarity: float) -> None:
+        """An exact hit is served whatever the threshold: it counts among what the namespace serves (the learned
+        threshold's evidence, `index.storage.evidence`), without its text (the entry holds it already)."""
+        self.log_decision(DecisionRecord(
+            exchange.request_id, exchange.key.namespace, exchange.key.model, "", None, None, 1.0, min_similarity, (),
+            Verdict.EXACT_HIT.value, Reason.HIT, None, self.clock(), exchange.dialect.name))
 
     def time(self, exchange: Exchange, verdict: Verdict) -> None:
         self.metrics.request_seconds.labels(exchange.dialect.name, verdict.value).observe(

@@ -1,13 +1,16 @@
 """A namespace's cosine threshold from its own evidence (`index.match.evidence`), both ways.
 
-Each band's wrong rate has a Beta prior (the cold-start threshold's belief: at or above the prior threshold
-a rate of half the budget, below it a rate that grows as the cosine falls) that the band's labels update; a
-labeller that errs at `error_rate` is part of the likelihood (a label says "wrong" with probability
-e + p(1 - 2e)). The wrong rate of everything a threshold t would serve is the mass-weighted mixture of the bands
-at or above t; its posterior is sampled (seeded, so the same evidence always gives the same threshold).
+The bands' wrong rates share a curve, logit p(s) = a + b (prior - s) with b >= 0: the cold-start belief is half
+the budget at the prior threshold, growing e-fold every 0.03 of cosine below it, and every label moves the curve
+(a grid posterior), so labels in one band inform its neighbours. Each band's rate then has a Beta prior around the
+curve (strength 4 labels) that its own labels update, so a band that departs from the curve shows it. A label
+model that errs at `error_rate` is part of the likelihood. The wrong rate of everything a threshold t would serve
+(hits served whatever the threshold included) is the mass-weighted mixture of the bands at or above t; its
+posterior is sampled (seeded: the same evidence always gives the same threshold).
 
 - down: the threshold in force is the lowest t whose mixture is within the budget with probability at least
-  `confidence` (0.8): a few hundred labels decide, where a 95% bound on a 2% budget needs thousands;
+  `confidence` (0.8), with at least 10 labels between t and the prior: a few hundred labels decide, where a 95%
+  bound on a 2% budget needs thousands;
 - up: when the mixture at the threshold in force is over the budget with probability at least `confidence`,
   the threshold rises to the lowest t that is no longer over it with that probability;
 - otherwise it stays: between "within" and "over" the evidence has not decided, and the threshold does not
@@ -20,17 +23,17 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import betainc, ndtri
+from scipy.special import ndtri
 
-from index.match.evidence import Evidence
+from index.match.evidence import BAND_WIDTH, Evidence
 from index.match.policy import MatchPolicy
 
 Floats = npt.NDArray[np.float64]
-# Cells of the grid on which each band's posterior is computed: finer near 0, where the budget lies. The prior's
-# mass per cell comes from the Beta CDF (a density read at points misplaces the mass of a prior peaked at 0).
-EDGES = np.concatenate([[0.0], np.geomspace(1e-4, 1.0, 400)])
-GRID = len(EDGES) - 1
-MIDPOINTS = np.sqrt(np.maximum(EDGES[:-1], 1e-6) * EDGES[1:])
+# Points per axis of the curve's grid, and the prior's spread of the curve's level (logit units at the prior
+# threshold) and slope (logit units per unit of cosine).
+CURVE_GRID = 60
+CURVE_SD_A = 1.5
+CURVE_SD_B = 20.0
 DRAWS = 2000
 # Below the prior threshold the prior's wrong rate grows e-fold every this much cosine.
 PRIOR_SCALE = 0.03
@@ -101,31 +104,41 @@ class ThresholdState:
     requests_to_move: int | None = None
 
 
-def prior_rate(low: float, config: LearnerConfig) -> float:
-    """The cold-start belief in a band's wrong rate: half the budget at or above the prior threshold."""
-    rate = config.budget / 2.0 * float(np.exp(max(0.0, config.prior - low) / PRIOR_SCALE))
-    return min(0.5, rate)
+def _curve_posterior(evidence: Evidence, config: LearnerConfig) -> tuple[Floats, Floats, Floats]:
+    """The shared curve of the bands' wrong rates, logit p(s) = a + b (prior - s) with b >= 0 (a rate that grows
+    as the cosine falls), on a grid: every label informs every band through it. Returns the grid's a, b and
+    posterior weights (flattened)."""
+    centre = float(np.log(config.budget / 2.0 / (1.0 - config.budget / 2.0)))
+    a_axis = np.linspace(centre - 4.0, centre + 4.0, CURVE_GRID)
+    b_axis = np.linspace(0.0, 4.0 / PRIOR_SCALE, CURVE_GRID)
+    a, b = (axis.ravel() for axis in np.meshgrid(a_axis, b_axis))
+    log_prior = -0.5 * ((a - centre) / CURVE_SD_A) ** 2 - 0.5 * ((b - 1.0 / PRIOR_SCALE) / CURVE_SD_B) ** 2
+    lows = np.array([band.low + BAND_WIDTH / 2 for band in evidence.bands])
+    wrong = np.array([band.wrong for band in evidence.bands])
+    right = np.array([band.right for band in evidence.bands])
+    p = 1.0 / (1.0 + np.exp(-(a[:, None] + b[:, None] * (config.prior - lows[None, :]))))
+    says_wrong = np.clip(config.error_rate + p * (1.0 - 2.0 * config.error_rate), 1e-9, 1.0 - 1e-9)
+    log_post = log_prior + (np.log(says_wrong) * wrong + np.log1p(-says_wrong) * right).sum(axis=1)
+    weights = np.exp(log_post - log_post.max())
+    return a, b, weights / weights.sum()
 
 
 def _posterior_draws(evidence: Evidence, config: LearnerConfig) -> Floats:
-    """Draws of each band's wrong rate (DRAWS x bands), from its grid posterior by inverse CDF."""
-    grid = MIDPOINTS
-    e = config.error_rate
-    says_wrong = e + grid * (1.0 - 2.0 * e)
+    """Draws of each band's wrong rate (DRAWS x bands): a curve drawn from its posterior gives each band's prior
+    mean (strength `prior_strength`), which the band's own labels then update (a label model's labels counted
+    at their information, (1 - 2e)^2 of a clean one, after removing the wrong labels its errors explain)."""
     rng = np.random.default_rng(config.seed)
-    uniform = rng.random((DRAWS, len(evidence.bands)))
-    draws = np.empty_like(uniform)
-    for j, band in enumerate(evidence.bands):
-        mean = prior_rate(band.low, config)
-        a, b = config.prior_strength * mean, config.prior_strength * (1.0 - mean)
-        prior = np.diff(betainc(a, b, EDGES))
-        log_post = (np.log(np.maximum(prior, 1e-300)) + band.wrong * np.log(says_wrong)
-                    + band.right * np.log1p(-says_wrong))
-        weights = np.exp(log_post - log_post.max())
-        cdf = np.cumsum(weights)
-        cdf /= cdf[-1]
-        draws[:, j] = grid[np.minimum(np.searchsorted(cdf, uniform[:, j]), GRID - 1)]
-    return draws
+    a, b, weights = _curve_posterior(evidence, config)
+    chosen = rng.choice(len(weights), size=DRAWS, p=weights)
+    lows = np.array([band.low + BAND_WIDTH / 2 for band in evidence.bands])
+    mean = 1.0 / (1.0 + np.exp(-(a[chosen, None] + b[chosen, None] * (config.prior - lows[None, :]))))
+    mean = np.clip(mean, 1e-6, 1.0 - 1e-6)
+    e = config.error_rate
+    labels = np.array([band.labels for band in evidence.bands])
+    wrong = np.clip((np.array([band.wrong for band in evidence.bands]) - e * labels) / (1.0 - 2.0 * e), 0.0, labels)
+    shrink = (1.0 - 2.0 * e) ** 2
+    kappa = config.prior_strength
+    return rng.beta(kappa * mean + shrink * wrong[None, :], kappa * (1.0 - mean) + shrink * (labels - wrong)[None, :])
 
 
 def _mixtures(evidence: Evidence, draws: Floats) -> tuple[Floats, Floats]:
@@ -191,13 +204,17 @@ def _state(evidence: Evidence, config: LearnerConfig, threshold: float, index: i
 
 def _labels_to_trust(evidence: Evidence, column: Floats, index: int, config: LearnerConfig) -> int | None:
     """Labels more, at the rate seen so far, before the threshold `index` is within the budget with the
-    learner's confidence: the posterior's spread shrinks as 1/sqrt(labels). None: the evidence says over."""
+    learner's confidence (the posterior's spread shrinks as 1/sqrt(labels)) and has the labels a move below the
+    prior needs. None: the evidence says over."""
     mean, spread = float(np.mean(column)), float(np.std(column))
     if mean >= config.budget:
         return None
+    low = evidence.bands[index].low
+    between = sum(b.labels for b in evidence.bands if low <= b.low < config.prior)
+    missing = max(0, int(np.ceil(MIN_LABELS_BELOW_PRIOR - between))) if low < config.prior else 0
     if np.mean(column <= config.budget) >= config.confidence:
-        return 0
+        return missing
     have = sum(b.labels for b in evidence.bands[index:]) + config.prior_strength
     z = float(ndtri(config.confidence))
     need = have * (z * spread / (config.budget - mean)) ** 2
-    return max(1, int(np.ceil(need - have)))
+    return max(1, missing, int(np.ceil(need - have)))

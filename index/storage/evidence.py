@@ -1,5 +1,6 @@
 """The learned threshold's evidence, read from the shared decision log: each namespace's latest decisions that were
-served on their cosine or would have been (near misses), and hits served whatever the threshold, with the label
+served on their cosine or would have been (near misses), and hits served whatever the threshold (exact hits, plain
+rewordings), with the label
 each has by precedence (human > feedback > audit > explore > shadow). Every replica reads the same rows, so every
 replica chooses the same threshold; a restart reads them again, so nothing learned is lost."""
 
@@ -37,7 +38,8 @@ class EvidenceLog:
 
     def observations(self, namespace: str) -> list[Observation]:
         """The namespace's evidence, oldest first."""
-        evidence = or_(decisions.c.would_serve.is_(True), decisions.c.verdict == Verdict.SEMANTIC_HIT.value)
+        served = decisions.c.verdict.in_([Verdict.SEMANTIC_HIT.value, Verdict.EXACT_HIT.value])
+        evidence = or_(decisions.c.would_serve.is_(True), served)
         query = (select(decisions.c.request_id, decisions.c.similarity, decisions.c.would_serve)
                  .where(decisions.c.namespace == namespace, decisions.c.forgotten_at.is_(None), evidence)
                  .order_by(decisions.c.created_at.desc(), decisions.c.request_id.desc()).limit(self.limit))
