@@ -3,13 +3,13 @@
 The bands' wrong rates share a curve, logit p(s) = a + b (prior - s) with b >= 0: the cold-start belief is half
 the budget at the prior threshold, growing e-fold every 0.03 of cosine below it, and every label moves the curve
 (a grid posterior), so labels in one band inform its neighbours. Each band's rate then has a Beta prior around the
-curve (strength 4 labels) that its own labels update, so a band that departs from the curve shows it. A label
+curve (strength 10 labels) that its own labels update, so a band that departs from the curve shows it. A label
 model that errs at `error_rate` is part of the likelihood. The wrong rate of everything a threshold t would serve
 (hits served whatever the threshold included) is the mass-weighted mixture of the bands at or above t; its
 posterior is sampled (seeded: the same evidence always gives the same threshold).
 
 - down: the threshold in force is the lowest t whose mixture is within the budget with probability at least
-  `confidence` (0.8), with at least 10 labels between t and the prior: a few hundred labels decide, where a 95%
+  `confidence` (0.8), with at least 20 labels between t and the prior: a few hundred labels decide, where a 95%
   bound on a 2% budget needs thousands;
 - up: when the mixture at the threshold in force is over the budget with probability at least `confidence`,
   the threshold rises to the lowest t that is no longer over it with that probability;
@@ -37,13 +37,13 @@ CURVE_SD_B = 20.0
 DRAWS = 2000
 # Below the prior threshold the prior's wrong rate grows e-fold every this much cosine.
 PRIOR_SCALE = 0.03
-PRIOR_STRENGTH = 4.0
+PRIOR_STRENGTH = 10.0
 CONFIDENCE = 0.8
 # Each band holds at least this share of the evidence's mass (and at least one request): a band no request has
 # reached yet is not a band without risk. And a threshold below the prior needs this many labels between it and
 # the prior: mass-weighting alone would open empty bands on the strength of the bands above them.
 PSEUDO_MASS_SHARE = 0.02
-MIN_LABELS_BELOW_PRIOR = 10
+MIN_LABELS_BELOW_PRIOR = 20
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,120 @@
+"""The learned threshold is shared and durable: real uvicorn replicas on one PostgreSQL, the real MiniLM, the
+default decision. Near misses answered upstream become shadow labels through one replica; the other serves at the
+threshold they support, and a restart keeps it. The prior is raised (DEJA_MIN_SIMILARITY=0.99) so every
+paraphrase below is a near miss and a few dozen requests make the evidence; the rest of the decision is the default."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from support.services import GatewayProcess, PgDatabase
+from support.stub_upstream import StubUpstream
+from support.waiting import wait_for
+from tests.integration.conftest import base_env
+
+pytestmark = pytest.mark.integration
+ADMIN = {"Authorization": "Bearer admin-secret"}
+# Paraphrase clusters (one intent each); MiniLM puts most pairs between 0.80 and 0.97.
+CLUSTERS = [
+    ["How do I reset my password?", "What's the way to reset my password?", "I forgot my password, how can I reset it?"],
+    ["How can I cancel my subscription?", "What do I do to cancel my subscription?", "Steps to cancel a subscription?"],
+    ["How do I export my data to CSV?", "What's the way to export data as CSV?", "Can I download my data as a CSV file?"],
+    ["How do I change the email on my account?", "Where do I change my account email?",
+     "Can I update the email address of my account?"],
+    ["How do I enable two-factor authentication?", "Where can I turn on two-factor authentication?"],
+    ["How do I invite a teammate to my workspace?", "What's the way to invite someone to the workspace?"],
+    ["How do I delete my account?", "What's the process to delete my account?"],
+    ["How do I change my billing address?", "Where can I update the billing address?", "Can I edit my billing address?"],
+    ["How do I restore a deleted file?", "What's the way to get back a deleted file?", "Can I recover a file I deleted?"],
+    ["How do I set up a custom domain?", "Where do I configure a custom domain?"],
+    ["How do I change the language of the interface?", "Where can I switch the interface language?",
+     "Can I use the interface in another language?"],
+    ["How do I upgrade my plan?", "Where can I upgrade to a higher plan?", "What's the way to move to a bigger plan?"],
+    ["How do I download my invoices?", "Where can I find my invoices to download?", "Can I get a copy of my invoices?"],
+    ["How do I turn off email notifications?", "Where can I disable email notifications?",
+     "Can I stop getting notification emails?"],
+    ["How do I rename a project?", "Where can I change a project's name?", "Can I give my project another name?"],
+    ["How do I add a payment method?", "Where can I add a new card for payments?", "Can I add another payment card?"],
+    ["How do I log out of all devices?", "Where can I sign out from every device?", "Can I end all my sessions?"],
+    ["How do I change my time zone?", "Where can I set my time zone?", "Can I update the time zone of my account?"],
+]
+LATER = ("Is there a way to reset my password?", 0)  # a new paraphrase of the first cluster
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[StubUpstream]:
+    answers = {prompt: f"intent-{i}" for i, cluster in enumerate(CLUSTERS) for prompt in cluster}
+    answers[LATER[0]] = f"intent-{LATER[1]}"
+    with StubUpstream(answers) as stub:
+        yield stub
+
+
+@pytest.fixture(scope="module")
+def database() -> Iterator[PgDatabase]:
+    with PgDatabase() as db:
+        yield db
+
+
+def replica(stub: StubUpstream, database: PgDatabase, folder: Path) -> GatewayProcess:
+    folder.mkdir()
+    env = base_env(stub, folder) | {
+        "DEJA_DATABASE_URL": database.url,
+        "DEJA_NAMESPACE_SECRET": "shared-by-the-replicas",
+        "DEJA_MIN_SIMILARITY": "0.99",
+        "DEJA_THRESHOLD_INTERVAL_SECONDS": "0.5",
+    }
+    return GatewayProcess(env, folder / "gateway.log")
+
+
+def chat(url: str, key: str, content: str) -> httpx.Response:
+    return httpx.post(url + "/v1/chat/completions", timeout=60, headers={"Authorization": f"Bearer {key}"},
+                      json={"model": "m", "messages": [{"role": "user", "content": content}]})
+
+
+def thresholds(url: str) -> list[dict[str, object]]:
+    report = httpx.get(url + "/deja/budget", headers=ADMIN, timeout=30).json()
+    return list(report["thresholds"])
+
+
+def test_near_misses_through_one_replica_lower_the_threshold_every_replica_serves_at_and_a_restart_keeps_it(
+        upstream: StubUpstream, database: PgDatabase, tmp_path: Path) -> None:
+    first = replica(upstream, database, tmp_path / "first").start()
+    second = replica(upstream, database, tmp_path / "second").start()
+    try:
+        key = f"sk-{uuid.uuid4().hex}"
+        before = chat(second.url, key, CLUSTERS[0][0])
+        assert before.headers["x-deja-cache"] == "miss"
+        near = 0
+        for cluster in CLUSTERS:
+            for prompt in cluster:
+                response = chat(first.url, key, prompt)
+                assert response.status_code == 200
+                near += response.headers.get("x-deja-reason") == "below_threshold"
+        assert near >= 20
+        # The same prompts again, through the other replica: exact hits, served whatever the threshold, count
+        # among what the namespace serves.
+        for cluster in CLUSTERS:
+            for prompt in cluster:
+                assert chat(second.url, key, prompt).headers["x-deja-cache"] == "hit-exact"
+        # Shadow labels are written in the background; the threshold follows them on both replicas.
+        assert wait_for(lambda: any(row["threshold"] < 0.99 for row in thresholds(second.url)), 30, interval=0.5)
+        [row] = thresholds(second.url)
+        assert row["prior"] == 0.99 and int(row["labels"]) >= 20  # type: ignore[call-overload]
+        assert [r["threshold"] for r in thresholds(first.url)] == [row["threshold"]]
+        assert isinstance(row["bands"], list) and any(band["right"] > 0 for band in row["bands"])
+
+        served = chat(second.url, key, LATER[0])
+        assert served.headers["x-deja-cache"] == "hit-semantic", served.headers.get("x-deja-reason")
+        assert float(served.headers["x-deja-similarity"]) < 0.99
+
+        first.restart()
+        assert wait_for(lambda: [r["threshold"] for r in thresholds(first.url)] == [row["threshold"]], 30,
+                        interval=0.5)
+    finally:
+        first.stop()
+        second.stop()
