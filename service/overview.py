@@ -15,6 +15,7 @@ from index.match.bar import raised
 from index.records import Verdict
 from index.storage.schema import decisions
 from service.runtime import Runtime
+from service.thresholds import NamespaceThreshold
 
 # Semantic decisions drawn over time: the newest this many, in TIME_BUCKETS equal slices of their span.
 RECENT_DECISIONS = 20_000
@@ -84,6 +85,7 @@ class Overview:
     namespaces: tuple[NamespaceRow, ...]
     bars: tuple[BarTrack, ...]
     timeline: tuple[Slice, ...]
+    thresholds: tuple[NamespaceThreshold, ...] = ()
 
 
 def _counter_values(counter: Counter) -> Iterable[tuple[dict[str, str], float]]:
@@ -146,10 +148,27 @@ def _bar_tracks(rt: Runtime, namespaces: Iterable[str], since: float, now: float
     return tuple(tracks)
 
 
+def _threshold_tracks(rt: Runtime, namespaces: Iterable[str], since: float, now: float) -> tuple[BarTrack, ...]:
+    """Guarded mode: each namespace's learned threshold over time, a step at every move."""
+    moves: dict[str, list[tuple[float, float, float]]] = {}
+    for move in rt.learned.history:
+        moves.setdefault(move.namespace, []).append((move.at, move.old, move.new))
+    tracks = []
+    for namespace in sorted(set(namespaces) | moves.keys()):
+        steps = moves.get(namespace, [])
+        now_at = rt.thresholds.policy_for(namespace).min_similarity
+        points = [(min(since, steps[0][0]) if steps else since, steps[0][1] if steps else now_at)]
+        points += [(at, new) for at, _, new in steps]
+        points.append((now, now_at))
+        tracks.append(BarTrack(namespace, tuple(points)))
+    return tuple(tracks)
+
+
 def read_overview(rt: Runtime) -> Overview:
     """In a worker thread: flush pending decisions, refresh the budget, then read everything the page draws."""
     rt.flush_decisions()
     rt.budget.refresh()
+    rt.upkeep.refresh_thresholds(force=True)
     now = rt.clock()
     counts = _decision_counts(rt.engine)
     tallies = {(t.namespace, t.api): t for t in rt.budget.tallies}
@@ -162,7 +181,9 @@ def read_overview(rt: Runtime) -> Overview:
             wrong=tally.wrong if tally else 0, estimate=tally.estimate if tally else None,
             upper=tally.upper if tally else 1.0, bar=rt.budget.bar(key[0])))
     timeline = _timeline(rt.engine, now)
+    tracks = _threshold_tracks if rt.policy.guarded else _bar_tracks
     since = timeline[0].start if timeline else now
     return Overview(budget=rt.bars.budget, decision=rt.policy.decision.value, now=now,
                     traffic=_traffic(rt), savings=_savings(rt), namespaces=tuple(rows),
-                    bars=_bar_tracks(rt, (r.namespace for r in rows), since, now), timeline=timeline)
+                    bars=tracks(rt, (r.namespace for r in rows), since, now), timeline=timeline,
+                    thresholds=tuple(rt.threshold_keeper.view()))

@@ -16,6 +16,7 @@ from service.admin_auth import SESSION_COOKIE, is_admin_token, new_session
 from service.deps import RuntimeDep, require_admin
 from service.errors import Unauthorized
 from service.overview import BarTrack, NamespaceRow, Overview, Slice, read_overview
+from service.overview_thresholds import section as thresholds_section
 
 PAGE_PATH = "/deja/admin/overview"
 VERDICT_COLOURS = {Verdict.EXACT_HIT.value: "#2e7d32", Verdict.SEMANTIC_HIT.value: "#66bb6a",
@@ -192,8 +193,10 @@ def render(overview: Overview, nonce: str) -> str:
         "<h2>False hits per namespace and API</h2><p class=\"note\">Bar: the one-sided 95% upper bound on wrong ÷ "
         "served from audited hits; dot: the estimate wrong ÷ audited; dashed line: the budget.</p>"
         f"{_budget_chart(overview.namespaces, overview.budget)}{_budget_table(overview.namespaces)}"
-        "<h2>The bar over time</h2><p class=\"note\">Each namespace's bar (judge probability or cosine threshold) "
-        "as the live budget moves it; a step up after a wrong audit, down after enough clean ones.</p>"
+        "<h2>The threshold per namespace</h2>"
+        f"{thresholds_section(overview.thresholds, overview.budget)}"
+        "<h2>The bar over time</h2><p class=\"note\">Each namespace's bar (the learned cosine threshold; in judge "
+        "mode the judge's probability) as the evidence moves it, both ways.</p>"
         f"{_bars_chart(overview.bars)}"
         f"<h2>Semantic decisions over time</h2>{_timeline_chart(overview.timeline)}"
         "</body></html>")

@@ -193,14 +193,16 @@ def test_replay_vcache_refuses_a_budget_outside_zero_one(budget: str) -> None:
     assert code == 2
 
 
-def test_replay_learn_json_has_before_and_learned_rates() -> None:
-    code, out, _ = _run("replay", "--stream", str(FIXTURES / "stream.jsonl"), "--learn", "0.5", "--embedder",
-                        "hash", "--json")
-    assert code == 0
+def test_replay_learn_json_has_the_learning_replay_beside_fixed_thresholds_in_halves() -> None:
+    code, out, err = _run("replay", "--stream", str(FIXTURES / "stream.jsonl"), "--learn", "--compare", "0.85,0.92",
+                          "--embedder", "hash", "--json")
+    assert code == 0, err
     report = json.loads(out)
-    for part in ("before", "learned"):
-        assert set(report[part]) >= {"requests", "served", "correct", "wrong_over_served"}
-        assert report[part]["requests"] == 3
+    assert report["learning"]["learned"] is True
+    assert [row["prior"] for row in report["fixed"]] == [0.85, 0.92]
+    for half in ("first", "second"):
+        assert set(report["learning"][half]) >= {"requests", "served", "correct", "wrong_per_served"}
+    assert report["learning"]["first"]["requests"] + report["learning"]["second"]["requests"] == 6
 
 
 def test_a_threshold_range_sweeps_thresholds_at_the_default_decision(tmp_path: Path) -> None:

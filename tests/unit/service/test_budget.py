@@ -38,7 +38,8 @@ async def test_budget_needs_the_admin_token(tmp_path: Path) -> None:
 async def test_budget_reports_served_audited_and_wrong_hits_with_their_bound(tmp_path: Path) -> None:
     # Threshold mode: its hits, and the threshold the evidence raises, follow from the lexical embedder's cosines.
     async with inprocess_gateway(tmp_path, decision="threshold") as gw:
-        assert (await gw.client.get("/deja/budget", headers=ADMIN)).json() == {"budget": 0.02, "namespaces": []}
+        assert (await gw.client.get("/deja/budget", headers=ADMIN)).json() == {"budget": 0.02, "namespaces": [],
+                                                                               "thresholds": []}
         await gw.chat("how do i reset my password")
         ids = []
         for prompt in ("how do i reset my password please", "please how do i reset my password",
