@@ -141,11 +141,13 @@ def _posterior_draws(evidence: Evidence, config: LearnerConfig) -> Floats:
     return rng.beta(kappa * mean + shrink * wrong[None, :], kappa * (1.0 - mean) + shrink * (labels - wrong)[None, :])
 
 
-def _mixtures(evidence: Evidence, draws: Floats) -> tuple[Floats, Floats]:
+def _mixtures(evidence: Evidence, draws: Floats, prior: float) -> tuple[Floats, Floats]:
     """Draws of wrong ÷ served at each band's lower edge taken as the threshold (DRAWS x bands), and the mass
     each threshold would serve. A threshold serving nothing has NaN draws."""
     mass = np.array([band.mass for band in evidence.bands])
-    mass = np.maximum(mass, max(1.0, PSEUDO_MASS_SHARE * float(mass.sum())))
+    # Empty bands below the prior are not bands without risk; above it they would only dilute the mixture.
+    below = np.array([band.low for band in evidence.bands]) < prior - 1e-9
+    mass = np.where(below, np.maximum(mass, max(1.0, PSEUDO_MASS_SHARE * float(mass.sum()))), mass)
     served = np.cumsum(mass[::-1])[::-1] + evidence.fixed
     wrong = np.cumsum((draws * mass)[:, ::-1], axis=1)[:, ::-1]
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -156,7 +158,7 @@ def choose(evidence: Evidence, current: float, config: LearnerConfig) -> Thresho
     """The threshold in force after `evidence`, from `current` (the threshold in force before)."""
     lows = np.array([band.low for band in evidence.bands])
     draws = _posterior_draws(evidence, config)
-    mixtures, served = _mixtures(evidence, draws)
+    mixtures, served = _mixtures(evidence, draws, config.prior)
     within = np.where(served > 0, np.mean(mixtures <= config.budget, axis=0), np.nan)
     over = 1.0 - within
     index = _index_of(lows, current)
