@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 WORD = re.compile(r"[a-z0-9][a-z0-9'+#.-]*")
@@ -39,6 +40,11 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _CHATTER_WORD = re.compile(r"[a-z']+|\d")
 # An answer to a yes/no question is never chatter, though "yes" is a stopword; "no worries" is chatter.
 _ANSWERS = frozenset({"yes", "no", "yeah", "yep", "nope", "not"})
+_LISTED = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•])\s+\S")
+# A sentence that points back at something said before ("insure it", "that one", "the same").
+_REFERS = re.compile(r"\b(?:it|that|this|those|these|them|they|one|ones|same|there)\b", re.IGNORECASE)
+# An inline list of three or more options ("Node 20, Python 3.12 or Go 1.22").
+_INLINE = re.compile(r"[^,]+,[^,]+(?:,[^,]+)*,?\s+(?:or|and)\s+\S")
 _NO_MATTER = re.compile(r"\bno (?:worries|problem|problems|trouble)\b")
 
 # Messages that carry no question of their own: never matched on the message alone.
@@ -82,33 +88,97 @@ def has_question(text: str) -> bool:
     return any(w not in ACKNOWLEDGEMENTWORDS for w in words)
 
 
-def _exchanges(messages: Sequence[dict[str, Any]]) -> list[str]:
-    """Earlier user turns, each joined with the assistant reply that follows it."""
-    exchanges: list[str] = []
-    for message in messages:
-        role, text = message.get("role"), without_chatter(message_text(message))
-        if role == "user":
-            exchanges.append(text)
-        elif role == "assistant" and exchanges:
-            exchanges[-1] = f"{exchanges[-1]}\n{text}".strip("\n")
-    return exchanges
+@dataclass(frozen=True)
+class _Sentence:
+    """One sentence (or listed line) of an earlier turn, with the words it can share with another."""
+
+    turn: int
+    role: str
+    text: str
+    words: frozenset[str]
+    listed: bool
+
+
+def _words(text: str) -> frozenset[str]:
+    """Content stems plus every token holding a digit (a code, an amount, a count)."""
+    digits = {w.strip(".-,") for w in WORD.findall(text.lower()) if any(c.isdigit() for c in w)}
+    return frozenset(content_words(text) | {d for d in digits if d})
+
+
+def _sentences(earlier: Sequence[dict[str, Any]]) -> list[_Sentence]:
+    """The non-chatter sentences of the user and assistant turns, in order; a listed line is one sentence."""
+    out: list[_Sentence] = []
+    turns = [m for m in earlier if m.get("role") in ("user", "assistant")]
+    for turn, message in enumerate(turns):
+        for line in message_text(message).split("\n"):
+            listed = bool(_LISTED.match(line))
+            for sentence in [line.strip()] if listed else _SENTENCE.split(line.strip()):
+                if sentence and not is_chatter(sentence):
+                    options = listed or bool(_INLINE.search(sentence))
+                    out.append(_Sentence(turn, str(message.get("role")), sentence, _words(sentence), options))
+    return out
+
+
+def _linked(a: _Sentence, b: _Sentence) -> bool:
+    """Two sentences of different turns that share a word, or of one turn that share a value or two words."""
+    shared = a.words & b.words
+    if a.turn != b.turn:
+        return bool(shared)
+    return len(shared) >= 2 or any(any(c.isdigit() for c in w) for w in shared)
+
+
+def _anchor(sentences: list[_Sentence], question: frozenset[str]) -> set[int]:
+    """The request the follow-up follows up: the user sentences of the latest substantive user turn that its
+    reply or the follow-up echoes most (every sentence of it when nothing is echoed). A request told over
+    several turns counts whole: a turn before a reply that only asks for more ("Sure, what happened?"), and the
+    turn before one that refers back to it ("Can you insure it?")."""
+    users = sorted({s.turn for s in sentences if s.role == "user" and s.words})
+    if not users:
+        return set()
+    anchor: set[int] = set()
+    for turn in reversed(users):
+        request = [i for i, s in enumerate(sentences) if s.turn == turn]
+        echo = frozenset().union(*(s.words for s in sentences if s.turn == turn + 1)) | question
+        score = {i: len(sentences[i].words & echo) for i in request}
+        best = max(score.values())
+        chosen = {i for i in request if score[i] == best} if best else set(request)
+        anchor |= chosen
+        before = frozenset().union(*(s.words for s in sentences if s.turn == turn - 1))
+        refers = any(_REFERS.search(sentences[i].text) for i in chosen)
+        if len(before) > 1 and not refers:
+            break
+    return anchor
 
 
 def relevant_context(earlier: Sequence[dict[str, Any]], question: str) -> str:
-    """The earlier exchanges that bear on `question`: the latest substantive one, every other that holds a
-    digit, and every other that shares a content word with what is already kept (transitively)."""
-    exchanges = [(content_words(e), e) for e in _exchanges(earlier)]
-    substantive = [i for i, (words, _) in enumerate(exchanges) if len(words) >= 2]
-    if not substantive:
-        return ""
-    keep = {substantive[-1], *(i for i in substantive if any(c.isdigit() for c in exchanges[i][1]))}
-    anchor = content_words(question).union(*(exchanges[i][0] for i in keep))
-    grew = True
-    while grew:
-        grew = False
-        for i in substantive:
-            if i not in keep and exchanges[i][0] & anchor:
+    """What the follow-up `question` depends on: the request it follows up (`_anchor`) and every sentence of the
+    earlier turns linked to it by shared words, directly or through another kept sentence (the reply that
+    restates it, the option picked, the turn that names the order). Small talk, asides and an unrelated
+    exchange share no word with the request and drop out, with their numbers, names and negations; a listed
+    line stays with the turn it is listed in. Turns are joined in order, one line each."""
+    sentences = _sentences(earlier)
+    keep = _anchor(sentences, frozenset(content_words(question)))
+    frontier = list(keep)
+    while frontier:
+        current = sentences[frontier.pop()]
+        for i, other in enumerate(sentences):
+            if i not in keep and _linked(current, other):
                 keep.add(i)
-                anchor |= exchanges[i][0]
-                grew = True
-    return "\n".join(exchanges[i][1] for i in sorted(keep))
+                frontier.append(i)
+    turns = {sentences[i].turn for i in keep}
+    keep |= {i for i, s in enumerate(sentences) if s.listed and s.turn in turns}
+    lines: dict[int, list[str]] = {}
+    for i in sorted(keep):
+        lines.setdefault(sentences[i].turn, []).append(sentences[i].text)
+    return "\n".join("\n".join(_join(parts)) for _, parts in sorted(lines.items()))
+
+
+def _join(parts: list[str]) -> list[str]:
+    """Sentences of one turn on one line; a listed line keeps a line of its own."""
+    out: list[str] = []
+    for part in parts:
+        if _LISTED.match(part) or not out or _LISTED.match(out[-1]):
+            out.append(part)
+        else:
+            out[-1] = f"{out[-1]} {part}"
+    return out
