@@ -45,6 +45,10 @@ _LISTED = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•])\s+\S")
 _REFERS = re.compile(r"\b(?:it|that|this|those|these|them|they|one|ones|same|there)\b", re.IGNORECASE)
 # An inline list of three or more options ("Node 20, Python 3.12 or Go 1.22").
 _INLINE = re.compile(r"[^,]+,[^,]+(?:,[^,]+)*,?\s+(?:or|and)\s+\S")
+_SHORT = 3
+_PRONOUNS = frozenset({"he", "him", "his", "she", "her", "hers", "it", "its", "they", "them", "their", "theirs",
+                       "itself", "himself", "herself", "said"})
+_CLAUSE = re.compile(r"(?<=[.!?])\s+|(?<=[a-z0-9]):\s+", re.IGNORECASE)
 _NO_MATTER = re.compile(r"\bno (?:worries|problem|problems|trouble)\b")
 
 # Messages that carry no question of their own: never matched on the message alone.
@@ -100,9 +104,16 @@ class _Sentence:
 
 
 def _words(text: str) -> frozenset[str]:
-    """Content stems plus every token holding a digit (a code, an amount, a count)."""
-    digits = {w.strip(".-,") for w in WORD.findall(text.lower()) if any(c.isdigit() for c in w)}
-    return frozenset(content_words(text) | {d for d in digits if d})
+    """Content stems plus every token holding a digit (a code, an amount, a count); "no problem" says nothing."""
+    text = _NO_MATTER.sub(" ", text.lower())
+    tokens = [w.strip(".-,'") for w in WORD.findall(text)]
+    digits = {w for w in tokens if any(c.isdigit() for c in w)}
+    words = {w[:6] for w in tokens if len(w) > 2 and w not in STOPWORDS and w not in _PRONOUNS}
+    return frozenset(words | digits)
+
+
+def _valued(sentence: _Sentence) -> bool:
+    return any(any(c.isdigit() for c in w) for w in sentence.words)
 
 
 def _sentences(earlier: Sequence[dict[str, Any]]) -> list[_Sentence]:
@@ -112,17 +123,19 @@ def _sentences(earlier: Sequence[dict[str, Any]]) -> list[_Sentence]:
     for turn, message in enumerate(turns):
         for line in message_text(message).split("\n"):
             listed = bool(_LISTED.match(line))
-            for sentence in [line.strip()] if listed else _SENTENCE.split(line.strip()):
+            for sentence in [line.strip()] if listed else _CLAUSE.split(line.strip()):
                 if sentence and not is_chatter(sentence):
                     options = listed or bool(_INLINE.search(sentence))
                     out.append(_Sentence(turn, str(message.get("role")), sentence, _words(sentence), options))
     return out
 
 
-def _linked(a: _Sentence, b: _Sentence) -> bool:
-    """Two sentences of different turns that share a word, or of one turn that share a value or two words."""
-    shared = a.words & b.words
-    if a.turn != b.turn:
+def _linked(kept: _Sentence, other: _Sentence) -> bool:
+    """`other` belongs with a kept sentence: an assistant sentence of another turn that shares a word with it
+    (a reply restates what it answers); a user sentence, or one of the same turn, that shares a value or two
+    words (one common word does not tie small talk to a request)."""
+    shared = kept.words & other.words
+    if other.role == "assistant" and kept.turn != other.turn:
         return bool(shared)
     return len(shared) >= 2 or any(any(c.isdigit() for c in w) for w in shared)
 
@@ -144,7 +157,9 @@ def _anchor(sentences: list[_Sentence], question: frozenset[str]) -> set[int]:
         chosen = {i for i in request if score[i] == best} if best else set(request)
         anchor |= chosen
         before = frozenset().union(*(s.words for s in sentences if s.turn == turn - 1))
-        refers = any(_REFERS.search(sentences[i].text) for i in chosen)
+        # a short request that points back ("Can you insure it?") follows up the turn before it
+        told = frozenset().union(*(sentences[i].words for i in chosen))
+        refers = len(told) <= _SHORT and any(_REFERS.search(sentences[i].text) for i in chosen)
         if len(before) > 1 and not refers:
             break
     return anchor
@@ -165,8 +180,10 @@ def relevant_context(earlier: Sequence[dict[str, Any]], question: str) -> str:
             if i not in keep and _linked(current, other):
                 keep.add(i)
                 frontier.append(i)
+    # what a reply in the thread lists or quantifies (options, a price, a date) is part of the request's state
     turns = {sentences[i].turn for i in keep}
-    keep |= {i for i, s in enumerate(sentences) if s.listed and s.turn in turns}
+    keep |= {i for i, s in enumerate(sentences)
+             if s.turn in turns and (s.listed or (s.role == "assistant" and _valued(s)))}
     lines: dict[int, list[str]] = {}
     for i in sorted(keep):
         lines.setdefault(sentences[i].turn, []).append(sentences[i].text)
