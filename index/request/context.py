@@ -46,6 +46,7 @@ _REFERS = re.compile(r"\b(?:it|that|this|those|these|them|they|one|ones|same|the
 # An inline list of three or more options ("Node 20, Python 3.12 or Go 1.22").
 _INLINE = re.compile(r"[^,]+,[^,]+(?:,[^,]+)*,?\s+(?:or|and)\s+\S")
 _SHORT = 3
+_CONTINUES = re.compile(r"(?:he|she|it|it's|they|they're|this|that|these|those|his|her|its|their)\b", re.IGNORECASE)
 _PRONOUNS = frozenset({"he", "him", "his", "she", "her", "hers", "it", "its", "they", "them", "their", "theirs",
                        "itself", "himself", "herself", "said"})
 _CLAUSE = re.compile(r"(?<=[.!?])\s+|(?<=[a-z0-9]):\s+", re.IGNORECASE)
@@ -140,6 +141,17 @@ def _linked(kept: _Sentence, other: _Sentence) -> bool:
     return len(shared) >= 2 or any(any(c.isdigit() for c in w) for w in shared)
 
 
+def _neighbours(sentences: list[_Sentence], at: int) -> list[int]:
+    """The sentences linked to sentence `at`, and the one before it in its turn when it opens with a pronoun ("My
+    son is 8. He has a fever.": the first says who). Not the one after: "It's been a long week" opens with one
+    too, and says nothing."""
+    current = sentences[at]
+    out = [i for i, other in enumerate(sentences) if i != at and _linked(current, other)]
+    if at > 0 and sentences[at - 1].turn == current.turn and _CONTINUES.match(current.text):
+        out.append(at - 1)
+    return out
+
+
 def _anchor(sentences: list[_Sentence], question: frozenset[str]) -> set[int]:
     """The request the follow-up follows up: the user sentences of the latest substantive user turn that its
     reply or the follow-up echoes most (every sentence of it when nothing is echoed). A request told over
@@ -175,9 +187,9 @@ def relevant_context(earlier: Sequence[dict[str, Any]], question: str) -> str:
     keep = _anchor(sentences, frozenset(content_words(question)))
     frontier = list(keep)
     while frontier:
-        current = sentences[frontier.pop()]
-        for i, other in enumerate(sentences):
-            if i not in keep and _linked(current, other):
+        at = frontier.pop()
+        for i in _neighbours(sentences, at):
+            if i not in keep:
                 keep.add(i)
                 frontier.append(i)
     # what a reply in the thread lists or quantifies (options, a price, a date) is part of the request's state
