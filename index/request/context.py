@@ -11,9 +11,11 @@ form is no difference; unrelated side questions without numbers drop out.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from index.embedding.window import beyond_window
 
 WORD = re.compile(r"[a-z0-9][a-z0-9'+#.-]*")
 _STOPWORD_TEXT = """
@@ -184,20 +186,29 @@ def relevant_context(earlier: Sequence[dict[str, Any]], question: str) -> str:
     exchange share no word with the request and drop out, with their numbers, names and negations; a listed
     line stays with the turn it is listed in. Turns are joined in order, one line each."""
     sentences = _sentences(earlier)
-    keep = _anchor(sentences, frozenset(content_words(question)))
-    frontier = list(keep)
+    order = sorted(_anchor(sentences, frozenset(content_words(question))))
+    keep = set(order)
+    frontier = list(order)
     while frontier:
-        at = frontier.pop()
-        for i in _neighbours(sentences, at):
+        for i in _neighbours(sentences, frontier.pop(0)):
             if i not in keep:
                 keep.add(i)
+                order.append(i)
                 frontier.append(i)
     # what a reply in the thread lists or quantifies (options, a price, a date) is part of the request's state
     turns = {sentences[i].turn for i in keep}
-    keep |= {i for i, s in enumerate(sentences)
-             if s.turn in turns and (s.listed or (s.role == "assistant" and _valued(s)))}
+    order += [i for i, s in enumerate(sentences) if i not in keep and s.turn in turns
+              and (s.listed or (s.role == "assistant" and _valued(s)))]
+    # past the embedder's window, the sentences furthest from the request go first
+    while len(order) > 1 and beyond_window(_text(sentences, order)):
+        order.pop()
+    return _text(sentences, order)
+
+
+def _text(sentences: list[_Sentence], chosen: Iterable[int]) -> str:
+    """The chosen sentences in their order, a turn to a line (a listed line on its own)."""
     lines: dict[int, list[str]] = {}
-    for i in sorted(keep):
+    for i in sorted(chosen):
         lines.setdefault(sentences[i].turn, []).append(sentences[i].text)
     return "\n".join("\n".join(_join(parts)) for _, parts in sorted(lines.items()))
 
