@@ -127,6 +127,9 @@ def _sentences(earlier: Sequence[dict[str, Any]]) -> list[_Sentence]:
         for line in message_text(message).split("\n"):
             listed = bool(_LISTED.match(line))
             for sentence in [line.strip()] if listed else _CLAUSE.split(line.strip()):
+                head, _, rest = sentence.partition(", ")
+                if rest and is_chatter(head):  # "No problem, I'll replace it today."
+                    sentence = rest
                 if sentence and not is_chatter(sentence):
                     options = listed or bool(_INLINE.search(sentence))
                     out.append(_Sentence(turn, str(message.get("role")), sentence, _words(sentence), options))
