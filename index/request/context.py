@@ -173,11 +173,12 @@ def _anchor(sentences: list[_Sentence], question: frozenset[str]) -> set[int]:
         best = max(score.values())
         chosen = {i for i in request if score[i] == best} if best else set(request)
         anchor |= chosen
-        before = frozenset().union(*(s.words for s in sentences if s.turn == turn - 1))
+        reply = [s for s in sentences if s.turn == turn - 1]
+        asks = any(s.text.endswith("?") for s in reply) and len(frozenset().union(*(s.words for s in reply))) <= 1
         # a short request that points back ("Can you insure it?") follows up the turn before it
         told = frozenset().union(*(sentences[i].words for i in chosen))
         refers = len(told) <= _SHORT and any(_REFERS.search(sentences[i].text) for i in chosen)
-        if len(before) > 1 and not refers:
+        if not (asks or refers):
             break
     return anchor
 
