@@ -119,6 +119,10 @@ def _valued(sentence: _Sentence) -> bool:
     return any(any(c.isdigit() for c in w) for w in sentence.words)
 
 
+def _valued_echo(sentence: _Sentence, echo: frozenset[str]) -> bool:
+    return any(any(c.isdigit() for c in w) for w in sentence.words & echo)
+
+
 def _sentences(earlier: Sequence[dict[str, Any]]) -> list[_Sentence]:
     """The non-chatter sentences of the user and assistant turns, in order; a listed line is one sentence."""
     out: list[_Sentence] = []
@@ -171,7 +175,10 @@ def _anchor(sentences: list[_Sentence], question: frozenset[str]) -> set[int]:
         echo = frozenset().union(*(s.words for s in sentences if s.turn == turn + 1)) | question
         score = {i: len(sentences[i].words & echo) for i in request}
         best = max(score.values())
-        chosen = {i for i in request if score[i] == best} if best else set(request)
+        # echoed at least half as much as the best, or a value the reply repeats: a request may be told in
+        # more than one sentence, and a reply that greets the small talk warmly still restates the request
+        chosen = {i for i in request if (score[i] and 2 * score[i] >= best)
+                  or _valued_echo(sentences[i], echo)} if best else set(request)
         anchor |= chosen
         reply = [s for s in sentences if s.turn == turn - 1]
         asks = any(s.text.endswith("?") for s in reply) and len(frozenset().union(*(s.words for s in reply))) <= 1
