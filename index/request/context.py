@@ -1,11 +1,13 @@
-"""Multi-turn context: which earlier turns matter to the last question, whether the last message asks
+"""Multi-turn context: what the last question depends on in the earlier turns, whether the last message asks
 anything on its own (the alignment check over two contexts is `index.guards.alignment`).
 
 The semantic tier compares two conversations by (a) their last user messages and (b) their *relevant
-context*: the most recent substantive exchange plus any earlier exchange that shares a content word with
-it or with the question, or that holds a number (a code or amount said early is still the one talked
-about). Chatter sentences (greetings, apologies, thanks, small talk) are left out first, so a difference of
-form is no difference; unrelated side questions without numbers drop out.
+context*: the request the follow-up follows up (the user sentences its reply echoes, told over as many turns as
+refer back to each other) and every sentence tied to it by a shared word or value (the reply that restates
+it, the option picked, the turn that names the order), plus the options and values a reply in that thread
+lists. Greetings, small talk, apologies, asides and an unrelated earlier exchange share nothing with the
+request and drop out, with their numbers, names and negations; the rest is cut to the embedder's window,
+furthest from the request first, so a long retelling is compared, not refused.
 """
 
 from __future__ import annotations
@@ -64,7 +66,8 @@ ACKNOWLEDGEMENTWORDS = frozenset({
 
 def content_words(text: str) -> set[str]:
     """Lower-cased content words, cut to a 6-letter stem so inflections meet."""
-    return {w.strip(".-")[:6] for w in WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 2}
+    words = (w.strip(".-") for w in WORD.findall(text.lower()))
+    return {w[:6] for w in words if w not in STOPWORDS and len(w) > 2}
 
 
 def message_text(message: dict[str, Any]) -> str:
@@ -150,12 +153,13 @@ def _linked(kept: _Sentence, other: _Sentence) -> bool:
     return len(shared) >= 2 or any(any(c.isdigit() for c in w) for w in shared)
 
 
-def _neighbours(sentences: list[_Sentence], at: int) -> list[int]:
+def _neighbours(sentences: list[_Sentence], by_word: dict[str, list[int]], at: int) -> list[int]:
     """The sentences linked to sentence `at`, and the one before it in its turn when it opens with a pronoun ("My
     son is 8. He has a fever.": the first says who). Not the one after: "It's been a long week" opens with one
     too, and says nothing."""
     current = sentences[at]
-    out = [i for i, other in enumerate(sentences) if i != at and _linked(current, other)]
+    near = {i for word in current.words for i in by_word.get(word, ())}
+    out = [i for i in sorted(near) if i != at and _linked(current, sentences[i])]
     if at > 0 and sentences[at - 1].turn == current.turn and _CONTINUES.match(current.text):
         out.append(at - 1)
     return out
@@ -200,8 +204,12 @@ def relevant_context(earlier: Sequence[dict[str, Any]], question: str) -> str:
     order = sorted(_anchor(sentences, frozenset(content_words(question))))
     keep = set(order)
     frontier = list(order)
+    by_word: dict[str, list[int]] = {}
+    for i, sentence in enumerate(sentences):
+        for word in sentence.words:
+            by_word.setdefault(word, []).append(i)
     while frontier:
-        for i in _neighbours(sentences, frontier.pop(0)):
+        for i in _neighbours(sentences, by_word, frontier.pop(0)):
             if i not in keep:
                 keep.add(i)
                 order.append(i)
