@@ -47,8 +47,9 @@ _ANSWERS = frozenset({"yes", "no", "yeah", "yep", "nope", "not"})
 _LISTED = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•])\s+\S")
 # A sentence that points back at something said before ("insure it", "that one", "the same").
 _REFERS = re.compile(r"\b(?:it|that|this|those|these|them|they|one|ones|same|there)\b", re.IGNORECASE)
-# An inline list of three or more options ("Node 20, Python 3.12 or Go 1.22").
-_INLINE = re.compile(r"[^,]+,[^,]+(?:,[^,]+)*,?\s+(?:or|and)\s+\S")
+# The items of an inline list ("Node 20, Python 3.12 or Go 1.22"): three or more, all but the first short.
+_ITEMS = re.compile(r",\s*(?:or\s+|and\s+)?|\s+or\s+|\s+and\s+")
+_ITEM_WORDS = 4
 _SHORT = 3
 _CONTINUES = re.compile(r"(?:he|she|it|it's|they|they're|this|that|these|those|his|her|its|their)\b", re.IGNORECASE)
 _PRONOUNS = frozenset({"he", "him", "his", "she", "her", "hers", "it", "its", "they", "them", "their", "theirs",
@@ -138,9 +139,14 @@ def _sentences(earlier: Sequence[dict[str, Any]]) -> list[_Sentence]:
                 if rest and is_chatter(head):  # "No problem, I'll replace it today."
                     sentence = rest
                 if sentence and not is_chatter(sentence):
-                    options = listed or bool(_INLINE.search(sentence))
+                    options = listed or _inline_list(sentence)
                     out.append(_Sentence(turn, str(message.get("role")), sentence, _words(sentence), options))
     return out
+
+
+def _inline_list(sentence: str) -> bool:
+    items = [item for item in _ITEMS.split(sentence.rstrip(".!?")) if item.strip()]
+    return len(items) >= 3 and all(len(item.split()) <= _ITEM_WORDS for item in items[1:])
 
 
 def _linked(kept: _Sentence, other: _Sentence) -> bool:
@@ -179,9 +185,10 @@ def _anchor(sentences: list[_Sentence], question: frozenset[str]) -> set[int]:
         echo = frozenset().union(*(s.words for s in sentences if s.turn == turn + 1)) | question
         score = {i: len(sentences[i].words & echo) for i in request}
         best = max(score.values())
-        # echoed at least half as much as the best, or a value the reply repeats: a request may be told in
-        # more than one sentence, and a reply that greets the small talk warmly still restates the request
-        chosen = {i for i in request if (score[i] and 2 * score[i] >= best)
+        # the most echoed, any other echoed in two words and at least half as much, or a value the reply repeats:
+        # a request may be told in more than one sentence, and a reply that greets small talk warmly still
+        # restates the request
+        chosen = {i for i in request if score[i] == best or (score[i] >= 2 and 2 * score[i] >= best)
                   or _valued_echo(sentences[i], echo)} if best else set(request)
         anchor |= chosen
         reply = [s for s in sentences if s.turn == turn - 1]
