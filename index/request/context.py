@@ -54,7 +54,8 @@ _SHORT = 3
 _CONTINUES = re.compile(r"(?:he|she|it|it's|they|they're|this|that|these|those|his|her|its|their)\b", re.IGNORECASE)
 _PRONOUNS = frozenset({"he", "him", "his", "she", "her", "hers", "it", "its", "they", "them", "their", "theirs",
                        "itself", "himself", "herself", "said"})
-_CLAUSE = re.compile(r"(?<=[.!?])\s+|(?<=[a-z0-9]):\s+", re.IGNORECASE)
+# Sentences, and the clauses a colon opens ("So, the reason I'm writing: ..."); the colon stays with its clause.
+_CLAUSE = re.compile(r"(?<=[.!?])\s+|(?<=[a-z0-9]:)\s+", re.IGNORECASE)
 _NO_MATTER = re.compile(r"\bno (?:worries|problem|problems|trouble)\b")
 
 # Messages that carry no question of their own: never matched on the message alone.
