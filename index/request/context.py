@@ -202,6 +202,23 @@ def _anchor(sentences: list[_Sentence], question: frozenset[str]) -> set[int]:
     return anchor
 
 
+def _last_reply(sentences: list[_Sentence], keep: set[int]) -> list[int]:
+    """The sentences of the last reply not kept yet, but for its answers to small talk: the follow-up answers
+    that reply ("I can freeze it while you're away." / "Will I still be charged?"), whatever words it shares.
+    A sentence that shares words only with user sentences left out ("Good luck to Emma on her first day!")
+    answers the small talk."""
+    last = max((s.turn for s in sentences if s.role == "assistant"), default=None)
+    out = []
+    for i, sentence in enumerate(sentences):
+        if sentence.turn != last or i in keep:
+            continue
+        ties = {j for j, other in enumerate(sentences) if other.turn != last and sentence.words & other.words}
+        if ties and not ties & keep and all(sentences[j].role == "user" for j in ties):
+            continue
+        out.append(i)
+    return out
+
+
 def relevant_context(earlier: Sequence[dict[str, Any]], question: str) -> str:
     """What the follow-up `question` depends on: the request it follows up (`_anchor`) and every sentence of the
     earlier turns linked to it by shared words, directly or through another kept sentence (the reply that
@@ -222,6 +239,8 @@ def relevant_context(earlier: Sequence[dict[str, Any]], question: str) -> str:
                 keep.add(i)
                 order.append(i)
                 frontier.append(i)
+    order += _last_reply(sentences, keep)
+    keep = set(order)
     # what a reply in the thread lists or quantifies (options, a price, a date) is part of the request's state
     turns = {sentences[i].turn for i in keep}
     order += [i for i, s in enumerate(sentences) if i not in keep and s.turn in turns
