@@ -16,6 +16,9 @@ small talk, unrelated question) is seen in dev. Kinds:
   ``other_intent`` (another action asked for earlier), ``different_context`` (another family's request, the
   same follow-up); half of them are told at length too, so chatter never hides a difference.
 
+A third part, ``holdout`` (datasets/conv3-holdout.jsonl), has families, small talk and unrelated questions
+written after the rule was settled on dev (and after test had been read once): it is measured once.
+
 Usage: python scripts/make_natural_conversations.py [--seed 34]
 """
 
@@ -28,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = {"dev": ROOT / "datasets" / "conv3-dev.jsonl", "test": ROOT / "datasets" / "conv3-test.jsonl"}
+OUT = {"dev": ROOT / "datasets" / "conv3-dev.jsonl", "test": ROOT / "datasets" / "conv3-test.jsonl",
+       "holdout": ROOT / "datasets" / "conv3-holdout.jsonl"}
 SEED = 34
 DRAWS = 3
 APIS = ("chat", "messages", "responses")
@@ -162,13 +166,67 @@ FAMILIES: tuple[Family, ...] = (
        "damage": ("swapped_choice", (("burst pipe",), ("roof leak",), ("kitchen fire",)))}),
 )
 
+# Written after the rule was settled, measured once: families, small talk and unrelated questions of their own.
+HOLDOUT: tuple[Family, ...] = (
+    F("parcel_locker", "support", "You are the delivery assistant of Boxmile Couriers.",
+      (("Parcel {tracking} was left in a locker at {place} instead of my door.",
+        "Parcel {tracking} is in the {place} locker. I can {intent} it for you."),),
+      (("Instead of coming to my door, parcel {tracking} went to a locker at {place}.",
+        "Yes, {tracking} was put in the locker at {place}, and I'm able to {intent} it."),),
+      "How long will it stay there?", "How many days do I have before it goes back?",
+      {"tracking": ("value_changed", (("BX-77120",), ("BX-71720",), ("BX-30418",))),
+       "place": ("swapped_choice", (("the train station",), ("the supermarket",), ("the library",))),
+       "intent": ("other_intent", (("redeliver",), ("hold",)))}),
+    F("dentist_booking", "health", "You book appointments for Brightsmile Dental.",
+      (("I'd like a {service} appointment on {day} for my {who}.",
+        "I can book a {service} for your {who} on {day}; we have slots at 9am and 2pm."),),
+      (("Can my {who} come in for a {service} on {day}?",
+        "Yes, a {service} for your {who} on {day} is possible, at 9am or 2pm."),),
+      "Do I need to bring anything?", "Is there anything I should bring along?",
+      {"service": ("swapped_choice", (("check-up",), ("cleaning",), ("filling",))),
+       "day": ("value_changed", (("Tuesday the 8th", "Tue 8th"), ("Thursday the 18th", "Thu 18th"))),
+       "who": ("swapped_choice", (("son",), ("mother",)))}),
+    F("data_export", "software", "You are the help assistant of Sheetly, an online spreadsheet.",
+      (("I need to export the {sheet} sheet as {format}.",
+        "The {sheet} sheet can be exported as {format} from the File menu."),),
+      (("How can I get the {sheet} sheet out in {format} format?",
+        "Open File and pick {format}: that exports the {sheet} sheet."),),
+      "Will the formulas be kept?", "Do the formulas survive the export?",
+      {"sheet": ("value_changed", (("Q3 budget",), ("Q4 budget",), ("2025 forecast",))),
+       "format": ("swapped_choice", (("PDF",), ("CSV",), ("Excel",)))}),
+    F("bike_service", "retail", "You are the workshop assistant of Spokes Bike Repair.",
+      (("My {bike} has a {fault} and I want it fixed before {date}.",
+        "We can fix a {fault} on a {bike} before {date}. I can {intent} for you."),),
+      (("There's a {fault} on my {bike}, and I need it sorted by {date}.",
+        "A {fault} on a {bike} is quick to fix before {date}, and I'm able to {intent}."),),
+      "How much will it cost?", "What's the likely price?",
+      {"bike": ("swapped_choice", (("road bike",), ("e-bike",), ("kids' bike",))),
+       "fault": ("swapped_choice", (("flat tyre",), ("broken chain",), ("squeaky brake",))),
+       "date": ("value_changed", (("Friday", "this Friday"), ("Saturday", "this Saturday"))),
+       "intent": ("other_intent", (("book a slot",), ("arrange a pickup",)))}),
+)
+
 # Small talk and asides by part: numbers, names, places and negations that the answer does not depend on.
 GREETINGS = {
+    "holdout": ("Morning!", "Hey there, hope all's good.", "Hello hello."),
     "dev": ("Hi there!", "Hello, good morning.", "Hey!", "Hi, I hope you're well."),
     "test": ("Good evening!", "Hiya.", "Hello there, hope your day's going okay.", "Hi again."),
 }
 # Each small-talk sentence with the assistant's echo of it ("" for none).
 SMALL_TALK = {
+    "holdout": (("My brother Sam is visiting from Leeds this week and he's taken over the sofa.",
+                 "Enjoy the time with Sam!"),
+                ("I'm not great at remembering passwords, so bear with me if I get things wrong.", ""),
+                ("It's been raining for 5 days straight here, the garden is a swamp.", "Hope the rain stops soon."),
+                ("My cat knocked my coffee over the keyboard an hour ago, so typing is an adventure.",
+                 "Oh no, poor keyboard!"),
+                ("I've been meaning to ask this for about 3 weeks but kept forgetting.", ""),
+                ("We just got back from Lisbon on Sunday and I'm still catching up on everything.",
+                 "Welcome back from Lisbon!"),
+                ("No idea if this is the right place to ask, honestly.", ""),
+                ("I turned 60 last month and my grandson Leo set up this chat thing for me.",
+                 "Happy belated 60th!"),
+                ("Work has been hectic since our team moved to the new office on the 2nd floor.", "")),
     "dev": (("My son turned 7 last week and the house is still full of balloons and half-eaten cake.",
              "Happy belated birthday to your son!"),
             ("I've already spent 40 minutes on hold with my phone company today, so thank you for having a chat "
@@ -200,14 +258,19 @@ SMALL_TALK = {
              ("Apologies in advance if I ramble, it's been a long shift at the hospital.", "")),
 }
 LEADS = {
+    "holdout": ("Anyway, what I actually wanted:", "So here goes.", "Right, my question."),
     "dev": ("Anyway, here's my question.", "So, the reason I'm writing:", "Anyway, to the point."),
     "test": ("Right, the actual reason I'm messaging.", "Okay, so here's the thing.", "Anyway."),
 }
 CLOSERS = {
+    "holdout": ("Cheers in advance!", "Thanks a million.", "Sorry for rambling."),
     "dev": ("Thanks so much in advance.", "Sorry for the essay!", "Cheers."),
     "test": ("Thank you, really appreciate it.", "Sorry, that was a lot of text.", "Many thanks."),
 }
 UNRELATED = {
+    "holdout": (("Do you have an office in Manchester?", "No, we're fully online, with support from 8am to 8pm."),
+                ("How do I change my password?", "Go to Account, then Security, and choose Change password."),
+                ("Is there a student discount?", "Yes, 15% with a valid student email.")),
     "dev": (("Do you ship to Canada?", "Yes, shipping to Canada takes 5 to 7 business days."),
             ("What's your phone number?", "You can call us on 0800 555 0199, 9am to 5pm on weekdays."),
             ("Can I change the email address on my profile?", "Yes, go to Settings and then Profile to edit it.")),
@@ -292,10 +355,10 @@ def family_pairs(family: Family, others: list[Family], out: _Pairs) -> None:
 
 
 def build(seed: int = SEED) -> dict[str, list[dict[str, object]]]:
-    parts = {f.name: ("dev", "test")[i % 2] for i, f in enumerate(FAMILIES)}
+    parts = {f.name: ("dev", "test")[i % 2] for i, f in enumerate(FAMILIES)} | {f.name: "holdout" for f in HOLDOUT}
     rows: dict[str, list[dict[str, object]]] = {}
-    for part in ("dev", "test"):
-        members = [f for f in FAMILIES if parts[f.name] == part]
+    for part in ("dev", "test", "holdout"):
+        members = [f for f in (*FAMILIES, *HOLDOUT) if parts[f.name] == part]
         out = _Pairs(part, random.Random(f"{seed}-{part}"))
         for _ in range(DRAWS):
             for family in members:

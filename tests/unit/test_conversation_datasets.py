@@ -20,6 +20,7 @@ from service.dialects.responses import ResponsesDialect
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTS = ("dev", "test")
+EXTRA_PARTS = {"conv2": (), "conv3": ("holdout",)}
 SCRIPTS = {"conv2": "make_conversations.py", "conv3": "make_natural_conversations.py"}
 KINDS = {
     "conv2": {"reworded_context", "chatter", "irrelevant_history", "value_changed", "changed_quantity",
@@ -47,14 +48,16 @@ def test_the_files_are_what_the_script_makes(name: str) -> None:
         built = module.build()
     finally:
         del sys.modules[spec.name]
-    assert {part: built[part] for part in PARTS} == {part: rows(name, part) for part in PARTS}
+    parts = (*PARTS, *EXTRA_PARTS[name])
+    assert {part: built[part] for part in parts} == {part: rows(name, part) for part in parts}
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_no_family_is_in_both_parts_and_every_kind_is_in_each(name: str) -> None:
-    families = {part: {row["family"] for row in rows(name, part)} for part in PARTS}
-    assert not families["dev"] & families["test"]
-    for part in PARTS:
+    parts = (*PARTS, *EXTRA_PARTS[name])
+    families = {part: {row["family"] for row in rows(name, part)} for part in parts}
+    assert all(not families[a] & families[b] for a in parts for b in parts if a < b)
+    for part in parts:
         assert {row["kind"] for row in rows(name, part)} == KINDS[name]
         for row in rows(name, part):
             assert row["same_answer"] is (row["kind"] in SAME)
