@@ -203,20 +203,14 @@ def _anchor(sentences: list[_Sentence], question: frozenset[str]) -> set[int]:
 
 
 def _last_reply(sentences: list[_Sentence], keep: set[int]) -> list[int]:
-    """The sentences of the last reply not kept yet, but for its answers to small talk: the follow-up answers
-    that reply ("I can freeze it while you're away." / "Will I still be charged?"), whatever words it shares.
-    A sentence that shares words only with user sentences left out ("Good luck to Emma on her first day!")
-    answers the small talk."""
+    """The sentences of the last reply not kept yet, from its first kept one on (or all of it when none is
+    kept): the follow-up answers that reply ("I can freeze it while you're away." / "Will I still be charged?"),
+    whatever words it shares, while what opens a reply before it turns to the request answers small talk
+    ("Stay warm out there.")."""
     last = max((s.turn for s in sentences if s.role == "assistant"), default=None)
-    out = []
-    for i, sentence in enumerate(sentences):
-        if sentence.turn != last or i in keep:
-            continue
-        ties = {j for j, other in enumerate(sentences) if other.turn != last and sentence.words & other.words}
-        if ties and not ties & keep and all(sentences[j].role == "user" for j in ties):
-            continue
-        out.append(i)
-    return out
+    reply = [i for i, s in enumerate(sentences) if s.turn == last]
+    first = next((i for i in reply if i in keep), None)
+    return [i for i in reply if i not in keep and (first is None or i > first)]
 
 
 def relevant_context(earlier: Sequence[dict[str, Any]], question: str) -> str:

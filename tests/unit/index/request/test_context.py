@@ -85,3 +85,12 @@ def test_a_long_retelling_is_cut_to_the_embedders_window() -> None:
     detail = " ".join(f"The teapot from order PT-4821 has crack number {n} on the spout." for n in range(40))
     context = relevant_context(turns(detail, "For order PT-4821 I can send a new teapot."), "How long?")
     assert context and not beyond_window(context) and "PT-4821" in context
+
+
+def test_the_last_reply_stays_from_where_it_turns_to_the_request() -> None:
+    context = relevant_context(turns("It's been raining for 5 days here. I pay $45 a month for the Off-Peak membership "
+                                     "and I'm away on a work trip.",
+                                     "Hope the rain stops soon. I see the Off-Peak plan at $45. I can freeze it "
+                                     "while you're gone."), "Would I still be charged?")
+    assert context.endswith("I see the Off-Peak plan at $45. I can freeze it while you're gone.")
+    assert "rain" not in context
