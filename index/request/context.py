@@ -235,9 +235,12 @@ def relevant_context(earlier: Sequence[dict[str, Any]], question: str) -> str:
                 frontier.append(i)
     order += _last_reply(sentences, keep)
     keep = set(order)
-    # what a reply in the thread lists or quantifies (options, a price, a date) is part of the request's state
-    turns = {sentences[i].turn for i in keep}
-    order += [i for i, s in enumerate(sentences) if i not in keep and s.turn in turns
+    # what a reply in the thread lists or quantifies (options, a price, a date) after it turns to the request
+    # is part of the request's state ("Happy 60th!" before it is not)
+    first: dict[int, int] = {}
+    for i in sorted(keep):
+        first.setdefault(sentences[i].turn, i)
+    order += [i for i, s in enumerate(sentences) if i not in keep and s.turn in first and i > first[s.turn]
               and (s.listed or (s.role == "assistant" and _valued(s)))]
     # past the embedder's window, the sentences furthest from the request go first
     while len(order) > 1 and beyond_window(_text(sentences, order)):

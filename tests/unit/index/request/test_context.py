@@ -94,3 +94,10 @@ def test_the_last_reply_stays_from_where_it_turns_to_the_request() -> None:
                                      "while you're gone."), "Would I still be charged?")
     assert context.endswith("I see the Off-Peak plan at $45. I can freeze it while you're gone.")
     assert "rain" not in context
+
+
+def test_a_number_in_a_replys_answer_to_small_talk_leaves_the_context() -> None:
+    context = relevant_context(turns("I turned 60 last month. I need to export the Q4 budget sheet as CSV.",
+                                     "Happy belated 60th! The Q4 budget sheet can be exported as CSV, in 2 clicks."),
+                               "Will the formulas be kept?")
+    assert "60" not in context and "2 clicks" in context
