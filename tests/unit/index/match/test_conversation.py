@@ -108,10 +108,11 @@ def test_decide_serves_a_conversation_whose_context_differs_in_form() -> None:
     assert _decide("Hi! " + ORDER, ORDER).hit
 
 
-def test_a_raised_bar_raises_the_context_threshold_of_conversations() -> None:
-    base = POLICY.for_request(conversation=True).min_context_similarity
-    assert POLICY.at_level(1).for_request(conversation=True).min_context_similarity > base
-    assert POLICY.at_level(-1).for_request(conversation=True).min_context_similarity == base
+def test_the_live_bar_moves_both_conversation_thresholds_both_ways() -> None:
+    base = POLICY.for_request(conversation=True)
+    raised, lowered = (POLICY.at_level(level).for_request(conversation=True) for level in (1, -1))
+    assert lowered.min_context_similarity < base.min_context_similarity < raised.min_context_similarity
+    assert lowered.min_similarity < base.min_similarity < raised.min_similarity
 
 
 @pytest.mark.parametrize("left, right", [
