@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from index.embedding.window import beyond_window
+from index.embedding.window import WINDOW_CHARS, WINDOW_WORDS, beyond_window
 
 WORD = re.compile(r"[a-z0-9][a-z0-9'+#.-]*")
 _STOPWORD_TEXT = """
@@ -51,6 +51,10 @@ _REFERS = re.compile(r"\b(?:it|that|this|those|these|them|they|one|ones|same|the
 _ITEMS = re.compile(r",\s*(?:or\s+|and\s+)?|\s+or\s+|\s+and\s+")
 _ITEM_WORDS = 4
 _SHORT = 3
+# The turns read (the most recent), and how much tied text the search gathers before it stops (what the window
+# then cuts): a long conversation costs what a short one does.
+MAX_TURNS = 40
+_SEARCH_CHARS = 4 * WINDOW_CHARS
 _CONTINUES = re.compile(r"(?:he|she|it|it's|they|they're|this|that|these|those|his|her|its|their)\b", re.IGNORECASE)
 _PRONOUNS = frozenset({"he", "him", "his", "she", "her", "hers", "it", "its", "they", "them", "their", "theirs",
                        "itself", "himself", "herself", "said"})
@@ -151,13 +155,21 @@ def _inline_list(sentence: str) -> bool:
 
 
 def _linked(kept: _Sentence, other: _Sentence) -> bool:
-    """`other` belongs with a kept sentence: an assistant sentence of another turn that shares a word with it
-    (a reply restates what it answers); a user sentence, or one of the same turn, that shares a value or two
-    words (one common word does not tie small talk to a request)."""
+    """`other` belongs with a kept sentence: the reply to it (or the reply a short pointing-back request answers)
+    when they share a word; any other sentence when they share a value or two words (one common word, "order",
+    does not tie small talk or an exchange about another order to the request)."""
     shared = kept.words & other.words
-    if other.role == "assistant" and kept.turn != other.turn:
-        return bool(shared)
-    return len(shared) >= 2 or any(any(c.isdigit() for c in w) for w in shared)
+    if not shared:
+        return False
+    replies = other.role == "assistant" and (other.turn == kept.turn + 1
+                                             or (other.turn == kept.turn - 1 and _refers([kept])))
+    return replies or len(shared) >= 2 or any(any(c.isdigit() for c in w) for w in shared)
+
+
+def _refers(chosen: Iterable[_Sentence]) -> bool:
+    """A short request that points back ("Can you insure it?"): it follows up the turn before it."""
+    said = list(chosen)
+    return len(frozenset().union(*(s.words for s in said))) <= _SHORT and any(_REFERS.search(s.text) for s in said)
 
 
 def _neighbours(sentences: list[_Sentence], by_word: dict[str, list[int]], at: int) -> list[int]:
@@ -194,10 +206,7 @@ def _anchor(sentences: list[_Sentence], question: frozenset[str]) -> set[int]:
         anchor |= chosen
         reply = [s for s in sentences if s.turn == turn - 1]
         asks = any(s.text.endswith("?") for s in reply) and len(frozenset().union(*(s.words for s in reply))) <= 1
-        # a short request that points back ("Can you insure it?") follows up the turn before it
-        told = frozenset().union(*(sentences[i].words for i in chosen))
-        refers = len(told) <= _SHORT and any(_REFERS.search(sentences[i].text) for i in chosen)
-        if not (asks or refers):
+        if not (asks or _refers(sentences[i] for i in chosen)):
             break
     return anchor
 
@@ -214,38 +223,62 @@ def _last_reply(sentences: list[_Sentence], keep: set[int]) -> list[int]:
 
 
 def relevant_context(earlier: Sequence[dict[str, Any]], question: str) -> str:
-    """What the follow-up `question` depends on: the request it follows up (`_anchor`) and every sentence of the
-    earlier turns linked to it by shared words, directly or through another kept sentence (the reply that
-    restates it, the option picked, the turn that names the order). Small talk, asides and an unrelated
-    exchange share no word with the request and drop out, with their numbers, names and negations; a listed
-    line stays with the turn it is listed in. Turns are joined in order, one line each."""
-    sentences = _sentences(earlier)
-    order = sorted(_anchor(sentences, frozenset(content_words(question))))
-    keep = set(order)
-    frontier = list(order)
+    """What the follow-up `question` depends on: the request it follows up (`_anchor`), the last reply from where
+    it turns to the request (`_last_reply`), every sentence tied to the request by shared words, directly or
+    through another kept sentence (`_tied`: the reply that restates it, the option picked, the turn that names
+    the order), and what a reply in that thread lists or quantifies (`_stated`). Small talk, asides and an
+    unrelated exchange share no word with the request and drop out, with their numbers, names and negations.
+    Past the embedder's window the rest is cut in that order of priority; turns are joined in order, one line
+    each. Only the last `MAX_TURNS` turns are read."""
+    sentences = _sentences([m for m in earlier if m.get("role") in ("user", "assistant")][-MAX_TURNS:])
+    anchor = sorted(_anchor(sentences, frozenset(content_words(question))))
+    tied = _tied(sentences, anchor)
+    reply = _last_reply(sentences, {*anchor, *tied})
+    stated = _stated(sentences, {*anchor, *tied, *reply})
+    return _fitted(sentences, [*anchor, *reply, *tied, *stated])
+
+
+def _tied(sentences: list[_Sentence], anchor: list[int]) -> list[int]:
+    """The sentences tied to the anchor, nearest first; the search stops once they fill the window many times."""
     by_word: dict[str, list[int]] = {}
     for i, sentence in enumerate(sentences):
         for word in sentence.words:
             by_word.setdefault(word, []).append(i)
-    while frontier:
+    keep, order, frontier = set(anchor), [], list(anchor)
+    size = sum(len(sentences[i].text) for i in anchor)
+    while frontier and size < _SEARCH_CHARS:
         for i in _neighbours(sentences, by_word, frontier.pop(0)):
             if i not in keep:
                 keep.add(i)
                 order.append(i)
                 frontier.append(i)
-    order += _last_reply(sentences, keep)
-    keep = set(order)
-    # what a reply in the thread lists or quantifies (options, a price, a date) after it turns to the request
-    # is part of the request's state ("Happy 60th!" before it is not)
+                size += len(sentences[i].text)
+    return order
+
+
+def _stated(sentences: list[_Sentence], keep: set[int]) -> list[int]:
+    """What a reply in the thread lists or quantifies (options, a price, a date) after it turns to the request:
+    part of the request's state ("Happy 60th!" before it is not)."""
     first: dict[int, int] = {}
     for i in sorted(keep):
         first.setdefault(sentences[i].turn, i)
-    order += [i for i, s in enumerate(sentences) if i not in keep and s.turn in first and i > first[s.turn]
-              and (s.listed or (s.role == "assistant" and _valued(s)))]
-    # past the embedder's window, the sentences furthest from the request go first
-    while len(order) > 1 and beyond_window(_text(sentences, order)):
-        order.pop()
-    return _text(sentences, order)
+    return [i for i, s in enumerate(sentences) if i not in keep and s.turn in first and i > first[s.turn]
+            and (s.listed or (s.role == "assistant" and _valued(s)))]
+
+
+def _fitted(sentences: list[_Sentence], order: list[int]) -> str:
+    """The text of the longest prefix of `order` (most needed first) that fits the embedder's window."""
+    chosen: list[int] = []
+    chars = words = 0
+    for i in order:
+        chars += len(sentences[i].text) + 1
+        words += len(sentences[i].text.split())
+        if chosen and (chars > WINDOW_CHARS or words > WINDOW_WORDS):
+            break
+        chosen.append(i)
+    while len(chosen) > 1 and beyond_window(_text(sentences, chosen)):
+        chosen.pop()
+    return _text(sentences, chosen)
 
 
 def _text(sentences: list[_Sentence], chosen: Iterable[int]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from index.embedding.window import beyond_window
-from index.request.context import relevant_context
+from index.request.context import MAX_TURNS, relevant_context
 
 
 def turns(*texts: str) -> list[dict[str, Any]]:
@@ -101,3 +101,9 @@ def test_a_number_in_a_replys_answer_to_small_talk_leaves_the_context() -> None:
                                      "Happy belated 60th! The Q4 budget sheet can be exported as CSV, in 2 clicks."),
                                "Will the formulas be kept?")
     assert "60" not in context and "2 clicks" in context
+
+
+def test_only_the_last_turns_are_read() -> None:
+    old = turns("My order 5550 is late.", "Order 5550 is delayed.") * MAX_TURNS
+    context = relevant_context([*old, *turns(*REQUEST)], "How long will that take?")
+    assert context == BARE
