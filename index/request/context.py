@@ -155,21 +155,23 @@ def _inline_list(sentence: str) -> bool:
 
 
 def _linked(kept: _Sentence, other: _Sentence) -> bool:
-    """`other` belongs with a kept sentence: the reply to it (or the reply a short pointing-back request answers)
-    when they share a word; any other sentence when they share a value or two words (one common word, "order",
+    """`other` belongs with a kept sentence: the reply to it (or the reply a short request answers) when they
+    share a word; any other sentence when they share a value or two words (one common word, "order",
     does not tie small talk or an exchange about another order to the request)."""
     shared = kept.words & other.words
     if not shared:
         return False
     replies = other.role == "assistant" and (other.turn == kept.turn + 1
-                                             or (other.turn == kept.turn - 1 and _refers([kept])))
+                                             or (other.turn == kept.turn - 1 and len(kept.words) <= _SHORT))
     return replies or len(shared) >= 2 or any(any(c.isdigit() for c in w) for w in shared)
 
 
-def _refers(chosen: Iterable[_Sentence]) -> bool:
-    """A short request that points back ("Can you insure it?"): it follows up the turn before it."""
+def _refers(chosen: Iterable[_Sentence], before: frozenset[str]) -> bool:
+    """A short request that points back ("Can you insure it?", "I want to delete the account." after a reply
+    about the account): it follows up the turn before it."""
     said = list(chosen)
-    return len(frozenset().union(*(s.words for s in said))) <= _SHORT and any(_REFERS.search(s.text) for s in said)
+    words = frozenset().union(*(s.words for s in said))
+    return len(words) <= _SHORT and (bool(words & before) or any(_REFERS.search(s.text) for s in said))
 
 
 def _neighbours(sentences: list[_Sentence], by_word: dict[str, list[int]], at: int) -> list[int]:
@@ -206,7 +208,8 @@ def _anchor(sentences: list[_Sentence], question: frozenset[str]) -> set[int]:
         anchor |= chosen
         reply = [s for s in sentences if s.turn == turn - 1]
         asks = any(s.text.endswith("?") for s in reply) and len(frozenset().union(*(s.words for s in reply))) <= 1
-        if not (asks or _refers(sentences[i] for i in chosen)):
+        before = frozenset().union(*(s.words for s in reply))
+        if not (asks or _refers((sentences[i] for i in chosen), before)):
             break
     return anchor
 

@@ -107,3 +107,11 @@ def test_only_the_last_turns_are_read() -> None:
     old = turns("My order 5550 is late.", "Order 5550 is delayed.") * MAX_TURNS
     context = relevant_context([*old, *turns(*REQUEST)], "How long will that take?")
     assert context == BARE
+
+
+def test_a_short_request_about_what_the_reply_named_keeps_that_reply() -> None:
+    context = relevant_context(turns("I can't log in to my account maria.k.",
+                                     "Account maria.k was locked after five failed attempts.",
+                                     "I want to delete the account.", "I can help you delete the account."),
+                               "What happens next?")
+    assert "maria.k" in context and "delete" in context
