@@ -133,15 +133,15 @@ def _valued_echo(sentence: _Sentence, echo: frozenset[str]) -> bool:
 
 
 def _sentences(earlier: Sequence[dict[str, Any]]) -> list[_Sentence]:
-    """The non-chatter sentences of the user and assistant turns, in order; a listed line is one sentence."""
+    """The non-chatter sentences of the turns, in order; a listed line is one sentence, a leading chatter clause
+    ("No problem, ...") is left out."""
     out: list[_Sentence] = []
-    turns = [m for m in earlier if m.get("role") in ("user", "assistant")]
-    for turn, message in enumerate(turns):
+    for turn, message in enumerate(earlier):
         for line in message_text(message).split("\n"):
             listed = bool(_LISTED.match(line))
             for sentence in [line.strip()] if listed else _CLAUSE.split(line.strip()):
                 head, _, rest = sentence.partition(", ")
-                if rest and is_chatter(head):  # "No problem, I'll replace it today."
+                if rest and is_chatter(head):
                     sentence = rest
                 if sentence and not is_chatter(sentence):
                     options = listed or _inline_list(sentence)
@@ -190,7 +190,7 @@ def _anchor(sentences: list[_Sentence], question: frozenset[str]) -> set[int]:
     """The request the follow-up follows up: the user sentences of the latest substantive user turn that its
     reply or the follow-up echoes most (every sentence of it when nothing is echoed). A request told over
     several turns counts whole: a turn before a reply that only asks for more ("Sure, what happened?"), and the
-    turn before one that refers back to it ("Can you insure it?")."""
+    turn before a short one that refers back to it (`_refers`)."""
     users = sorted({s.turn for s in sentences if s.role == "user" and s.words})
     if not users:
         return set()
@@ -207,8 +207,8 @@ def _anchor(sentences: list[_Sentence], question: frozenset[str]) -> set[int]:
                   or _valued_echo(sentences[i], echo)} if best else set(request)
         anchor |= chosen
         reply = [s for s in sentences if s.turn == turn - 1]
-        asks = any(s.text.endswith("?") for s in reply) and len(frozenset().union(*(s.words for s in reply))) <= 1
         before = frozenset().union(*(s.words for s in reply))
+        asks = any(s.text.endswith("?") for s in reply) and len(before) <= 1
         if not (asks or _refers((sentences[i] for i in chosen), before)):
             break
     return anchor
