@@ -1,5 +1,6 @@
 """`eval` commands (`python -m eval ...`, mounted as `deja eval ...`): the one typer app; each command's body and
-helpers live in its own module (`eval.sweep_cli`, `eval.replay_cli`, `eval.panel_cli`, `eval.fit_cli`).
+helpers live in its own module (`eval.sweep_cli`, `eval.replay_cli`, `eval.panel_cli`, `eval.fit_cli`,
+`eval.conversations_cli`).
 
 Results go to stdout (tables or `--json`); progress and notes go to stderr. Failures exit 1 with one line.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import typer
 
+from eval.conversations_cli import conversations
 from eval.fit_cli import fit
 from eval.panel_cli import panel
 from eval.replay_cli import replay
@@ -20,3 +22,4 @@ app.command()(sweep)
 app.command()(replay)
 app.command()(panel)
 app.command()(fit)
+app.command()(conversations)

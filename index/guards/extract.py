@@ -140,7 +140,10 @@ class Extractor:
         return self._word(tokens, i, names_by_case)
 
     def _scaled(self, tokens: list[Token], i: int, digits: str) -> tuple[int, str]:
-        """A digit string with an optional scale word after it (5 million, 2.5k)."""
+        """A digit string with an optional scale word after it (5 million) or letter on it ($18k, $2bn)."""
+        for suffix, factor in (("bn", 1_000_000_000), ("k", 1_000)):
+            if digits.lower().endswith(suffix):
+                return 1, scaled(digits[: -len(suffix)], factor)
         nxt = tokens[i + 1].text.lower() if i + 1 < len(tokens) and tokens[i + 1].kind == "word" else ""
         if nxt in SCALES and nxt not in {"k", "bn", "mn"}:
             return 2, scaled(digits, SCALES[nxt])

@@ -59,6 +59,9 @@ class _Text:
     options: tuple[tuple[str, ...], ...]
     surface: tuple[str, ...]
     stems: tuple[str, ...]
+    # the words of its values, as compared: a value written another way ("$45" / "45 dollars", "June 4" /
+    # "4 June") is compared as a value, never again as content
+    value_stems: frozenset[str] = frozenset()
 
 
 class ContextRule:
@@ -99,13 +102,14 @@ class ContextRule:
         values = tuple(v for v in self._extractor.analyze(text).values if v.surface != "I")
         surface = tuple(t for t in _TOKEN.findall(_WORD_HYPHEN.sub(" ", normalize(text))) if t not in FREE_WORDS)
         options = tuple(_options(text))
-        return _Text(values, frozenset(surface), options, surface, tuple(_word_key(w) for w in surface))
+        value_stems = frozenset(_word_key(w) for v in values for w in _TOKEN.findall(normalize(v.surface)))
+        return _Text(values, frozenset(surface), options, surface, tuple(_word_key(w) for w in surface), value_stems)
 
     def _content_difference(self, q: _Text, c: _Text) -> ContextDifference | None:
         if ratio(q.stems, c.stems) < self._min_aligned:
             return None
         for tag, i1, i2, j1, j2 in opcodes(q.stems, c.stems):
-            if tag == "equal" or set(q.stems[i1:i2]) | set(c.stems[j1:j2]) <= _FORM:
+            if tag == "equal" or set(q.stems[i1:i2]) | set(c.stems[j1:j2]) <= _FORM | q.value_stems | c.value_stems:
                 continue
             left, right = " ".join(q.surface[i1:i2]) or "nothing", " ".join(c.surface[j1:j2]) or "nothing"
             return ContextDifference(CONTENT, f"{left!r} vs {right!r}")
@@ -135,8 +139,14 @@ def _value_difference(q: _Text, c: _Text) -> ContextDifference | None:
 
 
 def _unmatched(side: _Text, other: _Text, forgive: bool = True) -> list[Value]:
-    keys = {v.key for v in other.values}
-    return [v for v in side.values if v.key not in keys and not (forgive and _spelled(v, other))]
+    keys = {_key(v) for v in other.values}
+    return [v for v in side.values if _key(v) not in keys and not (forgive and _spelled(v, other))]
+
+
+def _key(value: Value) -> tuple[str, str]:
+    """What a value is compared by: a day said as an ordinal is the number ("January 5th" / "Jan 5")."""
+    family, canonical_form = value.key
+    return ("number" if family == "ordinal" else family, canonical_form)
 
 
 def _spelled(value: Value, other: _Text) -> bool:

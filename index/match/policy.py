@@ -148,18 +148,13 @@ class MatchPolicy:
 
     def for_request(self, conversation: bool) -> MatchPolicy:
         """The policy that decides one request: a multi-turn request in judge mode uses the conversation rule
-        unless `judge_conversations` (judge mode); in guarded mode always. A namespace's raised bar raises its
-        context threshold as many steps (a lowered bar never loosens it)."""
-        if self.guarded and conversation:
+        unless `judge_conversations` (judge mode); in guarded mode always. A namespace's bar level (the live
+        budget) moves its conversation thresholds, the last messages' and the contexts', as many steps, up or
+        down, as it moves the cosine threshold of single turns."""
+        if conversation and (self.guarded or (self.judged and not self.judge_conversations)):
             return dataclasses.replace(self, decision=DecisionMode.THRESHOLD,
-                                       min_similarity=self.conversation_threshold,
-                                       min_context_similarity=raised(self.min_context_similarity,
-                                                                     max(0, self.bar_level)))
-        if self.judged and conversation and not self.judge_conversations:
-            return dataclasses.replace(self, decision=DecisionMode.THRESHOLD,
-                                       min_similarity=self.conversation_threshold,
-                                       min_context_similarity=raised(self.min_context_similarity,
-                                                                     max(0, self.bar_level)))
+                                       min_similarity=raised(self.conversation_threshold, self.bar_level),
+                                       min_context_similarity=raised(self.min_context_similarity, self.bar_level))
         return self
 
 

@@ -1,23 +1,16 @@
-"""Long prompts: the embedder reads its first 256 word pieces, so two prompts that differ past that window embed
-alike (cosine 1.0 for a different question behind a shared document). The decision never rests on a truncated
-embedding: when either text runs past the window and the two differ, the candidate is not served (an exact
-repeat is still a hit-exact, decided before any embedding).
-
-The window is counted conservatively without the tokenizer: MiniLM splits English into about 1.3 word pieces
-a word and other scripts into more, so 150 whitespace words or 1,000 characters stay inside 256 pieces.
+"""Long prompts: the embedder reads its first 256 word pieces (`index.embedding.window`), so two prompts that
+differ past that window embed alike (cosine 1.0 for a different question behind a shared document). The
+decision never rests on a truncated embedding: when either text runs past the window and the two differ, the
+candidate is not served (an exact repeat is still a hit-exact, decided before any embedding). A conversation's
+relevant context is reduced to fit the window when it is built (`index.request.context`).
 """
 
 from __future__ import annotations
 
+from index.embedding.window import WINDOW_CHARS, WINDOW_WORDS, beyond_window
 from index.request.textnorm import matching_text
 
-WINDOW_WORDS = 150
-WINDOW_CHARS = 1000
-
-
-def beyond_window(text: str) -> bool:
-    """True when `text` may run past what the embedder reads."""
-    return len(text) > WINDOW_CHARS or len(text.split()) > WINDOW_WORDS
+__all__ = ["WINDOW_CHARS", "WINDOW_WORDS", "beyond_window", "differs_past_window"]
 
 
 def _normal(text: str) -> str:

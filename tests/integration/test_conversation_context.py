@@ -1,5 +1,7 @@
-"""The context rule through the real gateway, in each API's shape: the same follow-up after another order number
-is not served (and the veto header names the context difference); after the same context plus a greeting it is."""
+"""The context rule through the real gateway at the defaults, in each API's shape: the same follow-up after another
+order number is not served (and the veto header names the context difference); after the same context plus a
+greeting, told at length past the embedder's window with small talk (numbers, names, a "not"), or after an
+unrelated earlier exchange, it is."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from index.embedding.window import beyond_window
 from support.stub_upstream import StubUpstream
 from tests.integration.conftest import Deployment
 
@@ -21,6 +24,25 @@ def context(order: str, greeting: str = "") -> list[tuple[str, str]]:
     """(role, text) turns before the follow-up."""
     return [("user", f"{greeting}My order {order} was supposed to arrive on Monday and it still isn't here."),
             ("assistant", f"I found order {order}. It left our warehouse with DHL and the tracking shows a delay.")]
+
+
+# Small talk around the request: a number, names, a negation, none of which the follow-up depends on.
+SMALL_TALK = ("Hi there! My daughter Emma starts school on Monday, so it's been a hectic few days of buying uniforms "
+              "and labelling every single sock. I'm writing this from a café in Porto, the coffee here is amazing "
+              "and so cheap. I don't usually contact support, I hate bothering people with questions like this. "
+              "We had 3 inches of snow last night back home, so my husband Tom is stuck in the house anyway. "
+              "I've had about 2 hours of sleep because the baby was up all night, so bear with me. My colleague "
+              "Priya said you were really helpful last time she had an issue, and she's never wrong about these "
+              "things. It's my 40th birthday tomorrow, ha, so I'd like this off my plate before the party on "
+              "Saturday. Anyway, here's the thing. ")
+UNRELATED = [("user", "Do you sell gift vouchers?"),
+             ("assistant", "We do, from $10 up to $200, and they never expire.")]
+
+
+def told_at_length(order: str) -> list[tuple[str, str]]:
+    (_, user), (_, assistant) = context(order)
+    return [("user", f"{SMALL_TALK}{user} Many thanks, and sorry for the essay!"),
+            ("assistant", f"Good luck to Emma on her first day! {assistant}")]
 
 
 def chat_body(turns: list[tuple[str, str]]) -> dict[str, Any]:
@@ -75,3 +97,30 @@ def test_the_same_follow_up_after_the_same_context_and_a_greeting_is_served(
     again = send(deployment, api_key, api, context("10427", greeting="Hi there, hope you're well! "))
     assert again.headers["x-deja-cache"] == "hit-semantic"
     assert len(stub.state.calls_to(API[api][0])) == 1
+
+
+@pytest.mark.parametrize("api", list(API))
+def test_the_same_follow_up_after_the_request_told_at_length_with_small_talk_is_served(
+        deployment: Deployment, stub: StubUpstream, api_key: str, api: str) -> None:
+    assert beyond_window(" ".join(t for _, t in told_at_length("10427")))
+    assert send(deployment, api_key, api, context("10427")).headers["x-deja-cache"] == "miss"
+    again = send(deployment, api_key, api, told_at_length("10427"))
+    assert again.headers["x-deja-cache"] == "hit-semantic", dict(again.headers)
+    assert len(stub.state.calls_to(API[api][0])) == 1
+
+
+@pytest.mark.parametrize("api", list(API))
+def test_the_same_follow_up_after_an_unrelated_earlier_exchange_is_served(
+        deployment: Deployment, stub: StubUpstream, api_key: str, api: str) -> None:
+    assert send(deployment, api_key, api, context("10427")).headers["x-deja-cache"] == "miss"
+    again = send(deployment, api_key, api, [*UNRELATED, *context("10427")])
+    assert again.headers["x-deja-cache"] == "hit-semantic", dict(again.headers)
+
+
+@pytest.mark.parametrize("api", list(API))
+def test_another_order_number_told_at_length_is_not_served(
+        deployment: Deployment, stub: StubUpstream, api_key: str, api: str) -> None:
+    assert send(deployment, api_key, api, context("10427")).headers["x-deja-cache"] == "miss"
+    other = send(deployment, api_key, api, told_at_length("10247"))
+    assert other.headers["x-deja-cache"] == "miss"
+    assert other.headers["x-deja-veto"] == "context:value"

@@ -108,7 +108,28 @@ def test_decide_serves_a_conversation_whose_context_differs_in_form() -> None:
     assert _decide("Hi! " + ORDER, ORDER).hit
 
 
-def test_a_raised_bar_raises_the_context_threshold_of_conversations() -> None:
-    base = POLICY.for_request(conversation=True).min_context_similarity
-    assert POLICY.at_level(1).for_request(conversation=True).min_context_similarity > base
-    assert POLICY.at_level(-1).for_request(conversation=True).min_context_similarity == base
+def test_the_live_bar_moves_both_conversation_thresholds_both_ways() -> None:
+    base = POLICY.for_request(conversation=True)
+    raised, lowered = (POLICY.at_level(level).for_request(conversation=True) for level in (1, -1))
+    assert lowered.min_context_similarity < base.min_context_similarity < raised.min_context_similarity
+    assert lowered.min_similarity < base.min_similarity < raised.min_similarity
+
+
+@pytest.mark.parametrize("left, right", [
+    ("It costs $45 a month.", "It costs 45 dollars a month."),
+    ("I arrive on June 4.", "I arrive on 4 June."),
+    ("My flight is on Jan 5.", "My flight is on January 5th."),
+    ("The fee is 20%.", "The fee is 20 percent."),
+], ids=["currency-word", "day-month-order", "ordinal-day", "percent-word"])
+def test_a_value_written_another_way_is_the_same_context(rule: ContextRule, left: str, right: str) -> None:
+    assert rule.difference(left, right) is None
+
+
+@pytest.mark.parametrize("left, right", [
+    ("It costs $45 a month.", "It costs $54 a month."),
+    ("I arrive on June 4.", "I arrive on 14 June."),
+    ("My flight is on Jan 5.", "My flight is on January 6th."),
+], ids=["amount", "day", "ordinal-day"])
+def test_another_value_written_another_way_still_differs(rule: ContextRule, left: str, right: str) -> None:
+    found = rule.difference(left, right)
+    assert found is not None and found.stage == VALUE

@@ -1,5 +1,6 @@
-"""datasets/conv2-*.jsonl: made by scripts/make_conversations.py, split by family, every kind in both parts, and
-each pair in its API's shape reduced by the real dialect to the key `eval` compares."""
+"""datasets/conv2-*.jsonl (scripts/make_conversations.py) and conv3-*.jsonl (scripts/make_natural_conversations.py):
+made by their scripts, split by family, every kind in both parts, and each pair in its API's shape reduced by the
+real dialect to the key `eval` compares."""
 
 from __future__ import annotations
 
@@ -19,15 +20,25 @@ from service.dialects.responses import ResponsesDialect
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTS = ("dev", "test")
+EXTRA_PARTS = {"conv2": (), "conv3": ("holdout",)}
+SCRIPTS = {"conv2": "make_conversations.py", "conv3": "make_natural_conversations.py"}
+KINDS = {
+    "conv2": {"reworded_context", "chatter", "irrelevant_history", "value_changed", "changed_quantity",
+              "changed_account", "swapped_choice", "option_order", "other_intent", "different_context"},
+    "conv3": {"reworded_context", "chatter", "irrelevant_history", "reworded_follow_up", "value_changed",
+              "swapped_choice", "other_intent", "different_context"},
+}
+SAME = SAME_ANSWER_KINDS | {"reworded_follow_up"}
 
 
-def rows(part: str) -> list[dict[str, Any]]:
-    text = (ROOT / "datasets" / f"conv2-{part}.jsonl").read_text(encoding="utf-8")
+def rows(name: str, part: str) -> list[dict[str, Any]]:
+    text = (ROOT / "datasets" / f"{name}-{part}.jsonl").read_text(encoding="utf-8")
     return [json.loads(line) for line in text.splitlines()]
 
 
-def test_the_files_are_what_the_script_makes() -> None:
-    script = ROOT / "scripts" / "make_conversations.py"
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_the_files_are_what_the_script_makes(name: str) -> None:
+    script = ROOT / "scripts" / SCRIPTS[name]
     spec = importlib.util.spec_from_file_location("_deja_make_conversations", script)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -37,19 +48,20 @@ def test_the_files_are_what_the_script_makes() -> None:
         built = module.build()
     finally:
         del sys.modules[spec.name]
-    assert {part: built[part] for part in PARTS} == {part: rows(part) for part in PARTS}
+    parts = (*PARTS, *EXTRA_PARTS[name])
+    assert {part: built[part] for part in parts} == {part: rows(name, part) for part in parts}
 
 
-def test_no_family_is_in_both_parts_and_every_kind_is_in_each() -> None:
-    families = {part: {row["family"] for row in rows(part)} for part in PARTS}
-    assert not families["dev"] & families["test"]
-    for part in PARTS:
-        assert {row["kind"] for row in rows(part)} == {
-            "reworded_context", "chatter", "irrelevant_history", "value_changed", "changed_quantity",
-            "changed_account", "swapped_choice", "option_order", "other_intent", "different_context"}
-        for row in rows(part):
-            assert row["same_answer"] is (row["kind"] in SAME_ANSWER_KINDS)
-            assert row["kind"] in SAME_ANSWER_KINDS | MUST_NOT_KINDS
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_no_family_is_in_both_parts_and_every_kind_is_in_each(name: str) -> None:
+    parts = (*PARTS, *EXTRA_PARTS[name])
+    families = {part: {row["family"] for row in rows(name, part)} for part in parts}
+    assert all(not families[a] & families[b] for a in parts for b in parts if a < b)
+    for part in parts:
+        assert {row["kind"] for row in rows(name, part)} == KINDS[name]
+        for row in rows(name, part):
+            assert row["same_answer"] is (row["kind"] in SAME)
+            assert row["kind"] in SAME | MUST_NOT_KINDS
 
 
 def _messages_body(messages: list[dict[str, str]]) -> dict[str, Any]:
@@ -67,11 +79,12 @@ def _responses_body(messages: list[dict[str, str]]) -> dict[str, Any]:
     return {"model": "eval", "instructions": system, "input": items}
 
 
+@pytest.mark.parametrize("name", SCRIPTS)
 @pytest.mark.parametrize("part", PARTS)
-def test_each_pair_in_its_api_shape_gives_the_prompt_and_context_eval_compares(part: str) -> None:
-    pairs = {pair.id: pair for pair in load_pairs(ROOT / "datasets" / f"conv2-{part}.jsonl")}
+def test_each_pair_in_its_api_shape_gives_the_prompt_and_context_eval_compares(name: str, part: str) -> None:
+    pairs = {pair.id: pair for pair in load_pairs(ROOT / "datasets" / f"{name}-{part}.jsonl")}
     dialects = {"messages": (MessagesDialect(), _messages_body), "responses": (ResponsesDialect(), _responses_body)}
-    for row in rows(part):
+    for row in rows(name, part):
         if row["api"] not in dialects:
             continue  # chat: eval's own key is the chat dialect's
         dialect, body = dialects[row["api"]]

@@ -1,0 +1,35 @@
+"""`eval conversations`: conversation pairs at the gateway's defaults (registered on the eval app by `eval.cli`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from eval.embedding import EmbedderName, make_embedder
+
+
+def conversations(
+    dataset: Annotated[list[Path], typer.Option(exists=True, dir_okay=False,
+                                                help="Conversation pairs (JSONL); repeatable.")],
+    embedder: Annotated[EmbedderName, typer.Option(help="minilm-onnx (the gateway's default) or hash.")] = (
+        EmbedderName.MINILM_ONNX),
+) -> None:
+    """Decide conversation pairs one by one at the gateway's defaults: same-answer and must-not pairs served, per
+    kind, and why the same-answer pairs that were not served missed."""
+    from eval.cli_common import load_judge, load_pair, out, print_table, settings_from_env
+    from eval.conversations import kind_table, miss_table, run_conversations
+    from eval.datasets import load_pairs
+    from index.guards.registry import build_stages
+    from index.match.decide import Deciders
+
+    settings = settings_from_env()
+    policy = settings.policy()
+    deciders = Deciders(build_stages(policy.stages), None, load_judge(settings), pair=load_pair(settings))
+    model = make_embedder(embedder)
+    console = out()
+    for path in dataset:
+        report = run_conversations(load_pairs(path), model, policy, deciders)
+        print_table(console, kind_table(report, f"{path.name} at the defaults ({policy.describe()})"))
+        print_table(console, miss_table(report))
