@@ -29,7 +29,7 @@ from index.guards.order import swapped_words
 from index.guards.safety import pair_veto
 from index.guards.stages import Stage, StageResult
 from index.judge.features import EntryHistory, JudgeInput
-from index.match.judged import JudgeModel, PairReader, margins
+from index.match.judged import JudgeModel, PairReader
 from index.match.outcome import Candidate, Decision, Reason
 
 # The step names a decision reports (`Decision.vetoed_by`, `Decision.basis`, X-Deja-Veto).
@@ -60,10 +60,8 @@ def guarded(query: str, candidates: Sequence[Candidate], setup: GuardedSetup) ->
     similar one. `Decision.chosen` indexes `candidates`. Below the threshold a less similar candidate can still
     pass on the same-content override (a step before the threshold); none reads a learned score."""
     first: Decision | None = None
-    sims = [c.similarity for c in candidates]
-    margin = margins(sims)
     for index, candidate in enumerate(candidates):
-        decision = _one(query, candidate, index, margin[index], setup)
+        decision = _one(query, candidate, index, setup)
         if decision.hit:
             return decision
         if first is None:
@@ -72,7 +70,7 @@ def guarded(query: str, candidates: Sequence[Candidate], setup: GuardedSetup) ->
     return first
 
 
-def _one(query: str, candidate: Candidate, index: int, margin: float, setup: GuardedSetup) -> Decision:
+def _one(query: str, candidate: Candidate, index: int, setup: GuardedSetup) -> Decision:
     sim = candidate.similarity
     opposed = opposed_words(query, candidate.prompt)
     if opposed is not None:
@@ -96,7 +94,7 @@ def _one(query: str, candidate: Candidate, index: int, margin: float, setup: Gua
         results.append(result)
         if not result.passed:
             return Decision(Reason.VETOED, sim, vetoed_by=stage.name, stages=tuple(results), chosen=index)
-    p = learned_probability(query, candidate, index, margin, setup)
+    p = learned_probability(query, candidate, setup)
     if p is not None and p < setup.veto_below:
         veto = StageResult(LEARNED_VETO, False, f"P(same answer) {p:.3f} < {setup.veto_below:g}", p)
         return Decision(Reason.VETOED, sim, vetoed_by=LEARNED_VETO, stages=(*results, veto), chosen=index,
@@ -106,14 +104,17 @@ def _one(query: str, candidate: Candidate, index: int, margin: float, setup: Gua
                     version=_version(setup), max_false_hit_rate=setup.max_false_hit_rate, basis=COSINE)
 
 
-def learned_probability(query: str, candidate: Candidate, index: int, margin: float,
-                        setup: GuardedSetup) -> float | None:
+def learned_probability(query: str, candidate: Candidate, setup: GuardedSetup) -> float | None:
     """The judge's P, stacked with the pair model's where the pair model can move it across the veto's bar;
-    None without a judge. The pair model never runs when the judge's P settles the veto either way."""
+    None without a judge. The pair model never runs when the judge's P settles the veto either way.
+
+    The judge reads every candidate as a lone one (rank 0, no margin): a candidate's rank and its margin over the
+    next move with how full the cache is, and a veto that fires on right answers as a cache fills does not carry
+    from one deployment to another (measured in docs/judge.md)."""
     if setup.judge is None:
         return None
     history = (setup.histories or {}).get(candidate.entry_id, EntryHistory())
-    item = JudgeInput(query, candidate.prompt, candidate.similarity, index, margin, history=history)
+    item = JudgeInput(query, candidate.prompt, candidate.similarity, history=history)
     judge_p = float(setup.judge.probabilities([item])[0])
     if setup.pair is None:
         return judge_p
