@@ -23,7 +23,7 @@ from index.judge.model import Judge, false_hit_upper
 from index.match.decide import Deciders, decide
 from index.match.judged import PairReader
 from index.match.outcome import Candidate
-from index.match.policy import DEFAULT_VETO_BELOW, DecisionMode, MatchPolicy
+from index.match.policy import LEARNED_VETO_BELOW, DecisionMode, MatchPolicy
 
 DEFAULT = "default"
 BASELINE_THRESHOLDS = (0.85, 0.90, 0.95)
@@ -120,9 +120,12 @@ class PanelReport:
         return all(row.holds for row in self.rows if row.origin == Origin.REAL.value)
 
 
+VETO_ON, VETO_OFF = " veto on", " veto off"
+
+
 def veto_name(threshold: float, on: bool) -> str:
     """The column of the guarded rule at `threshold` with the learned veto on or off."""
-    return f"guarded {threshold:.2f} veto {'on' if on else 'off'}"
+    return f"guarded {threshold:.2f}{VETO_ON if on else VETO_OFF}"
 
 
 def veto_columns(default: MatchPolicy, judge: Judge, pair: PairReader | None,
@@ -142,7 +145,7 @@ def veto_columns(default: MatchPolicy, judge: Judge, pair: PairReader | None,
 
 
 def contenders(default: MatchPolicy, judge: Judge, pair: PairReader | None,
-               veto_below: float = DEFAULT_VETO_BELOW) -> tuple[Contender, ...]:
+               veto_below: float = LEARNED_VETO_BELOW) -> tuple[Contender, ...]:
     """The default; the guarded rule at the default threshold and below, the learned veto (P below
     `veto_below`) on and off; the cosine rule with its rule stages at each baseline threshold; the judge deciding
     alone against its bar (with the pair model); and vCache at the default's budget. The default reads the judge

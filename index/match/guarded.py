@@ -10,8 +10,8 @@ a candidate is served only on robust evidence, checked in this order:
 2. override: a plain rewording (`index.guards.form.same_content`) is served whatever its cosine;
 3. threshold: below `min_similarity` nothing more is served (candidates come most similar first);
 4. rules: the guard stages (polarity, values) veto;
-5. learned veto: the judge's P, stacked with the pair model where it can change the outcome, below
-   `veto_below` vetoes;
+5. learned veto (off by default: `veto_below` 0): the judge's P, stacked with the pair model where it can change
+   the outcome, below `veto_below` vetoes;
 6. exploration: a small share of hits the learned score doubts goes upstream to be labelled.
 
 The first candidate that passes is served. A learned score never serves what the cosine does not support; the
@@ -111,7 +111,7 @@ def learned_probability(query: str, candidate: Candidate, setup: GuardedSetup) -
     The judge reads every candidate as a lone one (rank 0, no margin): a candidate's rank and its margin over the
     next move with how full the cache is, and a veto that fires on right answers as a cache fills does not carry
     from one deployment to another (measured in docs/judge.md)."""
-    if setup.judge is None:
+    if setup.judge is None or setup.veto_below <= 0.0:  # no veto: no learned score is read (nor paid for)
         return None
     history = (setup.histories or {}).get(candidate.entry_id, EntryHistory())
     item = JudgeInput(query, candidate.prompt, candidate.similarity, history=history)

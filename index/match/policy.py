@@ -19,9 +19,13 @@ DEFAULT_MIN_SIMILARITY = 0.90
 # The guarded rule's cosine threshold (the default decision): the lowest at which wrong / served stays within the
 # 2% budget on every dev source (Redis LangCache, our pairs-dev and stream), chosen with `python -m eval panel`.
 DEFAULT_GUARDED_MIN_SIMILARITY = 0.92
-# Guarded rule: a learned P(same answer) below this vetoes a candidate the cosine supports (chosen on the same
-# dev sources: it removes the contrasts the rules miss and costs few rewordings).
-DEFAULT_VETO_BELOW = 0.6
+# Guarded rule: a learned P(same answer) below this vetoes a candidate the cosine supports. 0 = no learned veto
+# (the default): on real users' questions the learned scores cost correct answers (OSSChat 3.1 points, QQP 2.5-2.9
+# at 0.92) and remove almost no wrong ones; `python -m training.veto_check`, docs/judge.md "The learned veto".
+DEFAULT_VETO_BELOW = 0.0
+# The bar the learned veto was fitted for, for a deployment that opts in (`DEJA_VETO_BELOW=0.6`) and the panel's
+# veto-on columns.
+LEARNED_VETO_BELOW = 0.6
 DEFAULT_MIN_CONTEXT_SIMILARITY = 0.70
 DEFAULT_MAX_FALSE_HIT_RATE = 0.02
 DEFAULT_JUDGE_CANDIDATES = 5
