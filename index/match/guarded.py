@@ -12,7 +12,8 @@ a candidate is served only on robust evidence, checked in this order:
 4. rules: the guard stages (polarity, values) veto;
 5. learned veto (off by default: `veto_below` 0): the judge's P, stacked with the pair model where it can change
    the outcome, below `veto_below` vetoes;
-6. exploration: a small share of hits the learned score doubts goes upstream to be labelled.
+6. exploration (where the learned veto is on): a small share of hits the learned score doubts goes upstream to be
+   labelled.
 
 The first candidate that passes is served. A learned score never serves what the cosine does not support; the
 deployment's own labels move the threshold per namespace (`index.match.bar`).
