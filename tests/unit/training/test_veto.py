@@ -46,3 +46,16 @@ def test_a_pair_the_panel_tests_on_is_never_trained_on(tmp_path: Path) -> None:
     assert {p.source for p in pairs} == {"PAWS-Wiki dev", "Redis LangCache dev", "our pairs dev"}
     assert held_out(TrainingPair("Redis LangCache test", *next(
         (a, b) for a, b in rows if split_of(a + "\x00" + b) == "test"), True))
+
+
+def test_the_check_replays_only_parts_no_fit_read() -> None:
+    from eval.sources import Origin, Source
+    from training.veto_check import _held_out
+
+    def source(name: str, part: str) -> Source:
+        return Source(name, Origin.REAL, part)
+
+    assert _held_out(source("Redis LangCache", "test")) and not _held_out(source("Redis LangCache", "dev"))
+    assert _held_out(source("PAWS-Wiki", "test")) and not _held_out(source("PAWS-Wiki", "dev"))
+    assert _held_out(source("OSSChat clusters", "test")) and _held_out(source("QQP pairs", "dev"))
+    assert not _held_out(source("our pairs", "dev"))
