@@ -5,8 +5,9 @@ the logistic stack (`index.judge.pair_calibration.Combination`) of the judge's P
 This recipe refits the stack's four numbers on the pairs of `training.veto_data` whose cosine reaches `--floor`
 (the only pairs a veto ever reads), each source weighted alike and ours a minority, with the judge read as for a
 lone candidate (rank and margin are not features of the veto: they move with how full the cache is). It prints
-the fit and the time it took; `--write` stores the stack, the pairs used and the time in the shipped pair model's
-metadata (`index/data/pair/metadata.json`, key `veto`).
+the fit, the pairs used and the time it took (`--out FILE` also writes them as JSON). Nothing is written to
+`index/data/`: the refit did not earn a place (docs/judge.md "The learned veto on real traffic"); to try one, pass
+its four numbers to `python -m training.veto_check --stack`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from index.judge.pair_model import METADATA_FILE, PAIR_CLIP, shipped_model_dir
+from index.judge.pair_model import PAIR_CLIP
 from training.veto_data import TrainingPair, VetoData, held_out, training_pairs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,14 +106,6 @@ def summary(scored: Scored) -> dict[str, dict[str, int]]:
     return out
 
 
-def write(record: dict[str, object], folder: Path) -> Path:
-    path = folder / METADATA_FILE
-    meta = json.loads(path.read_text(encoding="utf-8"))
-    meta["veto"] = record
-    path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
-    return path
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.veto", description=__doc__)
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared" / "datasets")
@@ -121,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ours", type=int, default=300, help="our generated pairs sampled (0 = none)")
     parser.add_argument("--floor", type=float, default=FLOOR, help="cosine a pair needs to be fitted on")
     parser.add_argument("--no-pair", action="store_true", help="fit the stack without the pair model")
-    parser.add_argument("--write", action="store_true", help="store the fit in the shipped pair model's metadata")
+    parser.add_argument("--out", type=Path, default=None, help="also write the fit record here (JSON)")
     args = parser.parse_args(argv)
     start = time.monotonic()
     pairs = [p for p in training_pairs(VetoData(args.shared, args.datasets, args.paws, args.ours)) if not held_out(p)]
@@ -130,9 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     record = {"stack": stack, "floor": args.floor, "pairs": summary(scored), "pairs_read": len(pairs),
               "seconds": round(time.monotonic() - start, 1), "command": "python -m training.veto " + " ".join(
                   argv if argv is not None else sys.argv[1:])}
-    print(json.dumps(record, indent=1))
-    if args.write:
-        print(f"wrote {write(record, shipped_model_dir())}", file=sys.stderr)
+    text = json.dumps(record, indent=1)
+    print(text)
+    if args.out is not None:
+        args.out.write_text(text + "\n", encoding="utf-8")
     return 0
 
 
