@@ -137,9 +137,9 @@ class MatchPolicy:
         """One line: what serves a semantic hit under this policy."""
         guards = ", ".join(self.stages) or "none"
         if self.guarded:
+            veto = f"learned veto below P {self.veto_below:g}" if self.veto_below > 0.0 else "no learned veto"
             return (f"guarded: cosine >= {self.min_similarity:g} (a plain rewording at any cosine), guards {guards}, "
-                    f"learned veto below P {self.veto_below:g}; conversations: cosine >= "
-                    f"{self.conversation_threshold:g}")
+                    f"{veto}; conversations: cosine >= {self.conversation_threshold:g}")
         if self.judged:
             return (f"judge: P(same answer) against the bar of a {self.max_false_hit_rate:g} budget, candidates >= "
                     f"{self.candidate_floor:g}")
