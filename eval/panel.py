@@ -23,10 +23,13 @@ from index.judge.model import Judge, false_hit_upper
 from index.match.decide import Deciders, decide
 from index.match.judged import PairReader
 from index.match.outcome import Candidate
-from index.match.policy import DecisionMode, MatchPolicy
+from index.match.policy import LEARNED_VETO_BELOW, DecisionMode, MatchPolicy
 
 DEFAULT = "default"
 BASELINE_THRESHOLDS = (0.85, 0.90, 0.95)
+# The guarded rule is shown at the default threshold and below it, each with the learned veto on and off, so what
+# the veto costs and what it removes can be read per source and per threshold.
+VETO_THRESHOLDS = (0.88, 0.85)
 
 
 @dataclass(frozen=True)
@@ -117,13 +120,41 @@ class PanelReport:
         return all(row.holds for row in self.rows if row.origin == Origin.REAL.value)
 
 
-def contenders(default: MatchPolicy, judge: Judge, pair: PairReader | None) -> tuple[Contender, ...]:
-    """The default, the cosine rule with its rule stages at each baseline threshold, the judge deciding alone
-    against its bar (with the pair model), and vCache at the default's budget."""
+VETO_ON, VETO_OFF = " veto on", " veto off"
+
+
+def veto_name(threshold: float, on: bool) -> str:
+    """The column of the guarded rule at `threshold` with the learned veto on or off."""
+    return f"guarded {threshold:.2f}{VETO_ON if on else VETO_OFF}"
+
+
+def veto_columns(default: MatchPolicy, judge: Judge, pair: PairReader | None,
+                 veto_below: float) -> list[Contender]:
+    """The guarded rule at the default threshold and each of `VETO_THRESHOLDS` below it, with the learned veto
+    (judge stacked with the pair model, P below `veto_below`) and without it (no learned score read)."""
+    if not default.guarded:
+        return []
+    thresholds = sorted({round(default.min_similarity, 4), *(t for t in VETO_THRESHOLDS
+                                                              if t < default.min_similarity)}, reverse=True)
+    out = []
+    for t in thresholds:
+        vetoed = dataclasses.replace(default.at(t), veto_below=veto_below)
+        out.append(Contender(veto_name(t, True), vetoed, judge, pair))
+        out.append(Contender(veto_name(t, False), dataclasses.replace(vetoed, veto_below=0.0)))
+    return out
+
+
+def contenders(default: MatchPolicy, judge: Judge, pair: PairReader | None,
+               veto_below: float = LEARNED_VETO_BELOW) -> tuple[Contender, ...]:
+    """The default; the guarded rule at the default threshold and below, the learned veto (P below
+    `veto_below`) on and off; the cosine rule with its rule stages at each baseline threshold; the judge deciding
+    alone against its bar (with the pair model); and vCache at the default's budget. The default reads the judge
+    only where its policy vetoes on it (`veto_below` > 0)."""
     cosine = dataclasses.replace(default, decision=DecisionMode.THRESHOLD, stages=("polarity", "values"))
     judged = dataclasses.replace(default, decision=DecisionMode.JUDGE)
-    out = [Contender(DEFAULT, default, judge if default.reads_judge else None,
-                     pair if default.reads_judge else None)]
+    learned = default.judged or (default.guarded and default.veto_below > 0.0)
+    out = [Contender(DEFAULT, default, judge if learned else None, pair if learned else None)]
+    out += veto_columns(default, judge, pair, veto_below)
     out += [Contender(f"cosine {t:.2f} + rules", cosine.at(t)) for t in BASELINE_THRESHOLDS]
     out.append(Contender("judge + pair model", judged, judge, pair))
     out.append(Contender(f"vCache δ={default.max_false_hit_rate:g}", None, vcache_delta=default.max_false_hit_rate))

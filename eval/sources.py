@@ -115,14 +115,17 @@ def qqp(shared: Path, seed: int) -> list[Source]:
 
 
 def langcache(shared: Path, seed: int) -> list[Source]:
-    """Search-style pairs from Redis LangCache (labels by an LLM); `**` marks around changed words dropped."""
+    """Search-style pairs from Redis LangCache (labels by an LLM); `**` marks around changed words dropped. Its
+    allowance is 3%, as OSSChat's: the labels are an LLM's, and one wrong hit moves the test part's rate by 1.1
+    points (87 served at 0.92, 2 wrong, one of them the same question labelled different)."""
     by_part: dict[str, list[LabeledPair]] = {"dev": [], "test": []}
     with (shared / LANGCACHE).open(encoding="utf-8", newline="") as handle:
         for i, row in enumerate(csv.DictReader(handle)):
             a, b = row["sentence1"].replace("**", ""), row["sentence2"].replace("**", "")
             same = row["label"].strip() == "1"
             by_part[split_of(a + "\x00" + b)].append(_pair(f"lc-{i}", a, b, same, "same" if same else "different"))
-    return [Source("Redis LangCache", Origin.REAL, part, pairs=tuple(rows)) for part, rows in by_part.items()]
+    return [Source("Redis LangCache", Origin.REAL, part, pairs=tuple(rows), target=0.03,
+                   note="LLM labels; one hit is ~1 point") for part, rows in by_part.items()]
 
 
 def paws(shared: Path, seed: int) -> list[Source]:

@@ -71,7 +71,8 @@ class Settings(BaseSettings):
     veto_below: float = Field(
         DEFAULT_VETO_BELOW, ge=0.0, le=1.0,
         description="Guarded mode: a learned P(same answer) (judge, stacked with the pair model) below this vetoes "
-        "a candidate above the cosine threshold")
+        "a candidate above the cosine threshold; 0 (the default) = no learned veto, none read (it cost real users' "
+        "questions correct answers: docs/judge.md); 0.6 = the bar it was fitted for")
     judge_floor: float = Field(
         DEFAULT_JUDGE_MIN_SIMILARITY, ge=-1.0, le=1.0,
         description="Judge mode: candidate floor of the index search (candidates below it are never scored)")

@@ -10,9 +10,10 @@ a candidate is served only on robust evidence, checked in this order:
 2. override: a plain rewording (`index.guards.form.same_content`) is served whatever its cosine;
 3. threshold: below `min_similarity` nothing more is served (candidates come most similar first);
 4. rules: the guard stages (polarity, values) veto;
-5. learned veto: the judge's P, stacked with the pair model where it can change the outcome, below
-   `veto_below` vetoes;
-6. exploration: a small share of hits the learned score doubts goes upstream to be labelled.
+5. learned veto (off by default: `veto_below` 0): the judge's P, stacked with the pair model where it can change
+   the outcome, below `veto_below` vetoes;
+6. exploration (where the learned veto is on): a small share of hits the learned score doubts goes upstream to be
+   labelled.
 
 The first candidate that passes is served. A learned score never serves what the cosine does not support; the
 deployment's own labels move the threshold per namespace (`index.match.bar`).
@@ -29,7 +30,7 @@ from index.guards.order import swapped_words
 from index.guards.safety import pair_veto
 from index.guards.stages import Stage, StageResult
 from index.judge.features import EntryHistory, JudgeInput
-from index.match.judged import JudgeModel, PairReader, margins
+from index.match.judged import JudgeModel, PairReader
 from index.match.outcome import Candidate, Decision, Reason
 
 # The step names a decision reports (`Decision.vetoed_by`, `Decision.basis`, X-Deja-Veto).
@@ -65,10 +66,8 @@ def guarded(query: str, candidates: Sequence[Candidate], setup: GuardedSetup) ->
     pass on the same-content override (a step before the threshold); none reads a learned score."""
     first: Decision | None = None
     near: Decision | None = None
-    sims = [c.similarity for c in candidates]
-    margin = margins(sims)
     for index, candidate in enumerate(candidates):
-        decision = _one(query, candidate, index, margin[index], setup)
+        decision = _one(query, candidate, index, setup)
         if decision.hit:
             return decision
         if first is None:
@@ -79,7 +78,7 @@ def guarded(query: str, candidates: Sequence[Candidate], setup: GuardedSetup) ->
     return near or first
 
 
-def _one(query: str, candidate: Candidate, index: int, margin: float, setup: GuardedSetup) -> Decision:
+def _one(query: str, candidate: Candidate, index: int, setup: GuardedSetup) -> Decision:
     sim = candidate.similarity
     opposed = opposed_words(query, candidate.prompt)
     if opposed is not None:
@@ -106,7 +105,7 @@ def _one(query: str, candidate: Candidate, index: int, margin: float, setup: Gua
             if below:
                 return Decision(Reason.BELOW_THRESHOLD, sim, chosen=index)
             return Decision(Reason.VETOED, sim, vetoed_by=stage.name, stages=tuple(results), chosen=index)
-    p = learned_probability(query, candidate, index, margin, setup)
+    p = learned_probability(query, candidate, setup)
     if p is not None and p < setup.veto_below:
         if below:
             return Decision(Reason.BELOW_THRESHOLD, sim, chosen=index)
@@ -120,14 +119,17 @@ def _one(query: str, candidate: Candidate, index: int, margin: float, setup: Gua
                     would_serve=True)
 
 
-def learned_probability(query: str, candidate: Candidate, index: int, margin: float,
-                        setup: GuardedSetup) -> float | None:
+def learned_probability(query: str, candidate: Candidate, setup: GuardedSetup) -> float | None:
     """The judge's P, stacked with the pair model's where the pair model can move it across the veto's bar;
-    None without a judge. The pair model never runs when the judge's P settles the veto either way."""
-    if setup.judge is None:
+    None without a judge. The pair model never runs when the judge's P settles the veto either way.
+
+    The judge reads every candidate as a lone one (rank 0, no margin): a candidate's rank and its margin over the
+    next move with how full the cache is, and a veto that fires on right answers as a cache fills does not carry
+    from one deployment to another (measured in docs/judge.md)."""
+    if setup.judge is None or setup.veto_below <= 0.0:  # no veto: no learned score is read (nor paid for)
         return None
     history = (setup.histories or {}).get(candidate.entry_id, EntryHistory())
-    item = JudgeInput(query, candidate.prompt, candidate.similarity, index, margin, history=history)
+    item = JudgeInput(query, candidate.prompt, candidate.similarity, history=history)
     judge_p = float(setup.judge.probabilities([item])[0])
     if setup.pair is None:
         return judge_p

@@ -19,9 +19,13 @@ DEFAULT_MIN_SIMILARITY = 0.90
 # The guarded rule's cosine threshold (the default decision): the lowest at which wrong / served stays within the
 # 2% budget on every dev source (Redis LangCache, our pairs-dev and stream), chosen with `python -m eval panel`.
 DEFAULT_GUARDED_MIN_SIMILARITY = 0.92
-# Guarded rule: a learned P(same answer) below this vetoes a candidate the cosine supports (chosen on the same
-# dev sources: it removes the contrasts the rules miss and costs few rewordings).
-DEFAULT_VETO_BELOW = 0.6
+# Guarded rule: a learned P(same answer) below this vetoes a candidate the cosine supports. 0 = no learned veto
+# (the default): on real users' questions the learned scores cost correct answers (OSSChat 3.1 points, QQP 2.5-2.9
+# at 0.92) and remove almost no wrong ones; `python -m training.veto_check`, docs/judge.md "The learned veto".
+DEFAULT_VETO_BELOW = 0.0
+# The bar the learned veto was fitted for, for a deployment that opts in (`DEJA_VETO_BELOW=0.6`) and the panel's
+# veto-on columns.
+LEARNED_VETO_BELOW = 0.6
 DEFAULT_MIN_CONTEXT_SIMILARITY = 0.70
 # The lowest cosine threshold a namespace's evidence may choose (`DEJA_LEARN_FLOOR`): candidates from here up to the
 # threshold are near misses whose labels are the evidence (`index.match.live_threshold`).
@@ -138,9 +142,9 @@ class MatchPolicy:
         """One line: what serves a semantic hit under this policy."""
         guards = ", ".join(self.stages) or "none"
         if self.guarded:
+            veto = f"learned veto below P {self.veto_below:g}" if self.veto_below > 0.0 else "no learned veto"
             return (f"guarded: cosine >= {self.min_similarity:g} (a plain rewording at any cosine), guards {guards}, "
-                    f"learned veto below P {self.veto_below:g}; conversations: cosine >= "
-                    f"{self.conversation_threshold:g}")
+                    f"{veto}; conversations: cosine >= {self.conversation_threshold:g}")
         if self.judged:
             return (f"judge: P(same answer) against the bar of a {self.max_false_hit_rate:g} budget, candidates >= "
                     f"{self.candidate_floor:g}")

@@ -1,6 +1,6 @@
-"""The default decision (guarded) through a real gateway at Deja's defaults: real uvicorn, real MiniLM, the shipped
-judge and pair model, a loopback stub upstream that counts calls. The cosine serves, the gates, the rule stages and
-the learned score veto, and `X-Deja-Veto` names the step that decided.
+"""The default decision (guarded) through a real gateway at Deja's defaults: real uvicorn, real MiniLM, a loopback
+stub upstream that counts calls. The cosine serves, the gates and the rule stages veto (the learned veto is off by
+default), and `X-Deja-Veto` names the step that decided.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ def test_a_rewording_is_served_from_cache_at_the_defaults(gateway: GatewayProces
     first = chat(gateway.url, key, cached)
     again = chat(gateway.url, key, asked)
     assert again.headers["x-deja-cache"] == "hit-semantic"
+    assert "x-deja-probability" not in again.headers  # no learned score is read at the defaults
     assert again.json()["choices"][0]["message"]["content"] == first.json()["choices"][0]["message"]["content"]
     assert len(stub.state.chat_calls()) == 1
 

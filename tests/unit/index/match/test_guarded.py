@@ -1,16 +1,37 @@
-"""The guarded rule (the default): the cosine serves, the gates, rule stages and learned score veto, a plain
-rewording is served at any cosine. Fakes through the real seams: a fixed judge, a fixed pair model."""
+"""The guarded rule (the default): the cosine serves, the gates and rule stages veto, the learned score vetoes
+where a deployment turns it on (`veto_below` > 0), a plain rewording is served at any cosine. Fakes through the
+real seams: a fixed judge, a fixed pair model."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
 from index.guards.registry import build_stages
+from index.judge.features import JudgeInput
 from index.judge.pair_model import shipped_combination
 from index.match.decide import Deciders, decide
 from index.match.outcome import Candidate, Reason
-from index.match.policy import MatchPolicy
+from index.match.policy import LEARNED_VETO_BELOW, MatchPolicy
 from support.judges import FixedJudge, FixedPair
 
-POLICY = MatchPolicy(0.92, stages=("polarity", "values"))
+# The learned veto on, at the bar it was fitted for (off by default).
+POLICY = MatchPolicy(0.92, stages=("polarity", "values"), veto_below=LEARNED_VETO_BELOW)
+
+
+class RecordingJudge(FixedJudge):
+    """A fixed judge that keeps every item it scored."""
+
+    def __init__(self, p: float) -> None:
+        super().__init__(p)
+        self.items: list[JudgeInput] = []
+
+    def probabilities(self, items: Sequence[object]) -> npt.NDArray[np.float64]:
+        self.items += [item for item in items if isinstance(item, JudgeInput)]
+        return super().probabilities(items)
 
 
 def deciders(p: float, pair: FixedPair | None = None) -> Deciders:
@@ -73,3 +94,21 @@ def test_without_a_judge_the_rule_has_no_learned_veto() -> None:
                       [Candidate(1, "What are the symptoms of dehydration?", 0.95)], POLICY,
                       Deciders(build_stages(POLICY.stages)))
     assert decision.hit and decision.probability is None
+
+
+def test_by_default_no_learned_score_is_read_or_vetoes() -> None:
+    judge = RecordingJudge(0.01)
+    decision = decide("What are the signs of dehydration?",
+                      [Candidate(1, "What are the symptoms of dehydration?", 0.95)], MatchPolicy(0.92),
+                      Deciders(judge=judge))
+    assert decision.hit and decision.probability is None and judge.items == []
+
+
+def test_the_veto_reads_each_candidate_as_a_lone_one_whatever_the_cache_holds() -> None:
+    judge = RecordingJudge(0.2)  # vetoes both: each is scored
+    candidates = [Candidate(1, "What are the symptoms of dehydration?", 0.95),
+                  Candidate(2, "What are the signs of being dehydrated?", 0.949)]
+    decide("What are the signs of dehydration?", candidates, POLICY, Deciders(build_stages(POLICY.stages),
+                                                                              judge=judge))
+    assert [item.rank for item in judge.items] == [0, 0]
+    assert all(math.isnan(item.margin) for item in judge.items)

@@ -8,7 +8,7 @@ import pytest
 from index.match.decide import Deciders
 from index.match.matcher import DIFFERENCE, Matcher
 from index.match.outcome import Candidate, Reason
-from index.match.policy import DecisionMode, MatchPolicy
+from index.match.policy import LEARNED_VETO_BELOW, DecisionMode, MatchPolicy
 from support.judges import FixedJudge
 
 POLICY = MatchPolicy(0.92)
@@ -59,7 +59,8 @@ def test_the_namespace_level_moves_the_cosine_threshold() -> None:
 
 
 def test_the_judge_in_force_is_swapped_whole() -> None:
-    matcher = Matcher(POLICY, Deciders(judge=FixedJudge(0.9, version="old")))
+    vetoing = MatchPolicy(0.92, veto_below=LEARNED_VETO_BELOW)  # the learned veto is off by default
+    matcher = Matcher(vetoing, Deciders(judge=FixedJudge(0.9, version="old")))
     matcher.swap_judge(FixedJudge(0.1, version="new"), None)
     decision = matcher.decide(ASKED, [Candidate(1, CACHED, 0.95)], "ns")
     assert decision.vetoed_by == "judge" and decision.version == "new"
