@@ -38,12 +38,12 @@ from index.match.answers import AnswerBaselines, compare_answers
 from index.match.audit_sampler import HitFacts
 from index.match.decide import Deciders, decide
 from index.match.explore import Exploration
-from index.match.judged import margins
+from index.match.learned import margins
 from index.match.outcome import Candidate, Reason
 from index.match.policy import (
     DEFAULT_AUDIT_RATE,
+    DEFAULT_GUARDED_MIN_SIMILARITY,
     DEFAULT_JUDGE_CANDIDATES,
-    DEFAULT_JUDGE_MIN_SIMILARITY,
     DEFAULT_LOG_FLOOR,
     DEFAULT_MAX_FALSE_HIT_RATE,
     DecisionMode,
@@ -51,6 +51,8 @@ from index.match.policy import (
 )
 
 Floats = npt.NDArray[np.float32]
+# Candidates below this cosine are not offered to the decision (the floor of the judge's calibration data).
+DEFAULT_CANDIDATE_FLOOR = 0.5
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ class LearnConfig:
     # Near-misses whose best candidate is at least this similar are logged, so shadow-labelled.
     shadow_floor: float = DEFAULT_LOG_FLOOR
     candidates: int = DEFAULT_JUDGE_CANDIDATES
-    min_similarity: float = DEFAULT_JUDGE_MIN_SIMILARITY
+    min_similarity: float = DEFAULT_CANDIDATE_FLOOR
     seed: int = 0
     # The hourly allowance of labelling's extra calls (DEJA_AUDIT_CALLS_PER_HOUR) and the trace's arrival rate.
     audit_calls_per_hour: int = 120
@@ -161,7 +163,7 @@ class Deployment:
 
     def use(self, model: Judge) -> None:
         # The gateway's own decision (`index.match.decide`), with exploration drawn from this replay's seed.
-        self.policy = MatchPolicy(self.config.min_similarity, decision=DecisionMode.JUDGE,
+        self.policy = MatchPolicy(DEFAULT_GUARDED_MIN_SIMILARITY, decision=DecisionMode.GUARDED,
                                   max_false_hit_rate=self.config.max_false_hit_rate,
                                   judge_candidates=self.config.candidates)
         self.deciders = Deciders(judge=model, exploration=self.config.exploration, draw=self.rng.random)

@@ -21,7 +21,7 @@ from index.embedding.embedder import Embedder
 from index.guards.registry import build_stages
 from index.judge.model import Judge, false_hit_upper
 from index.match.decide import Deciders, decide
-from index.match.judged import PairReader
+from index.match.learned import PairReader
 from index.match.outcome import Candidate
 from index.match.policy import DecisionMode, MatchPolicy
 
@@ -118,14 +118,12 @@ class PanelReport:
 
 
 def contenders(default: MatchPolicy, judge: Judge, pair: PairReader | None) -> tuple[Contender, ...]:
-    """The default, the cosine rule with its rule stages at each baseline threshold, the judge deciding alone
-    against its bar (with the pair model), and vCache at the default's budget."""
+    """The default, the cosine rule with its rule stages at each baseline threshold, and vCache at the default's
+    budget (the judge deciding alone, retired judge mode, is no longer a contender)."""
     cosine = dataclasses.replace(default, decision=DecisionMode.THRESHOLD, stages=("polarity", "values"))
-    judged = dataclasses.replace(default, decision=DecisionMode.JUDGE)
     out = [Contender(DEFAULT, default, judge if default.reads_judge else None,
                      pair if default.reads_judge else None)]
     out += [Contender(f"cosine {t:.2f} + rules", cosine.at(t)) for t in BASELINE_THRESHOLDS]
-    out.append(Contender("judge + pair model", judged, judge, pair))
     out.append(Contender(f"vCache δ={default.max_false_hit_rate:g}", None, vcache_delta=default.max_false_hit_rate))
     return tuple(out)
 
@@ -159,8 +157,7 @@ def _trace_cell(source: Source, embedder: Embedder, entrant: Contender) -> Cell 
         return Cell(entrant.name, row.exact_hits + row.semantic_hits, row.correct, len(source.requests))
     assert entrant.policy is not None
     policy = entrant.policy
-    point = policy.candidate_floor if policy.judged else policy.min_similarity
-    config = ReplayConfig((point,), build_stages(policy.stages), policy=policy, judge=entrant.judge,
+    config = ReplayConfig((policy.min_similarity,), build_stages(policy.stages), policy=policy, judge=entrant.judge,
                           pair=entrant.pair)
     replayed = run_replay(source.name, source.requests, embedder, config).rows[0]
     return Cell(entrant.name, replayed.exact_hits + replayed.semantic_hits, replayed.correct, replayed.requests)
@@ -170,10 +167,9 @@ def _pairs_cell(scored: Sequence[ScoredPair], entrant: Contender) -> Cell:
     assert entrant.policy is not None
     policy = entrant.policy
     deciders = Deciders(build_stages(policy.stages), None, entrant.judge, pair=entrant.pair)
-    floor = policy.candidate_floor if policy.judged else -1.0
     served = correct = 0
     for index, item in enumerate(scored):
-        if item.similarity is None or item.veto is not None or item.similarity < floor:
+        if item.similarity is None or item.veto is not None:
             continue
         pair = item.pair
         candidate = Candidate(index, pair.a.prompt, item.similarity, item.context_a, item.context_similarity)

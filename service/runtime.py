@@ -30,7 +30,7 @@ from index.match.bar_book import BarBook
 from index.match.decide import Deciders
 from index.match.differences import Differences
 from index.match.explore import Exploration
-from index.match.judged import JudgeModel, PairReader
+from index.match.learned import JudgeModel, PairReader
 from index.match.matcher import Matcher, NamespacePolicies
 from index.search.hnsw import SemanticIndex
 from index.search.pgvector import PgVectorIndex, PgVectorParams
@@ -195,13 +195,8 @@ class Runtime:
         return self.judge_sync.in_force
 
     def prior_bar(self, namespace: str) -> float:
-        """The namespace's bar before the live budget moves it: the judge's cut, or the cosine threshold."""
-        policy = self.thresholds.prior_for(namespace)
-        deciders = self.cache.deciders
-        scorer = deciders.pair if deciders.pair is not None else deciders.judge
-        if policy.judged and scorer is not None:
-            return scorer.cut(policy.max_false_hit_rate)
-        return policy.min_similarity
+        """The namespace's bar before the live budget moves it: its cosine threshold."""
+        return self.thresholds.prior_for(namespace).min_similarity
 
     def upstream_for(self, name: UpstreamName) -> Upstream:
         return self.anthropic_upstream if name is UpstreamName.ANTHROPIC else self.upstream

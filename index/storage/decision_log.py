@@ -74,6 +74,8 @@ class LabeledDecision:
     source: LabelSource
 
 
+# The miss reason the retired judge mode logged (its P below its bar); read back as a miss below the bar.
+RETIRED_BELOW_BAR = "judge_below_bar"
 _PRECEDENCE = [LabelSource.HUMAN, LabelSource.FEEDBACK, LabelSource.AUDIT, LabelSource.EXPLORE,
                LabelSource.SHADOW]
 
@@ -93,7 +95,9 @@ def _outcome(column: str | None) -> tuple[Reason, str | None]:
     """(reason, vetoing stage) from the `vetoed_by` column."""
     if column is None:
         return Reason.HIT, None
-    if column in (Reason.BELOW_THRESHOLD, Reason.CONTEXT_BELOW_THRESHOLD, Reason.BELOW_BAR, Reason.EXPLORED):
+    if column == RETIRED_BELOW_BAR:
+        return Reason.BELOW_THRESHOLD, None
+    if column in {r.value for r in Reason if r not in (Reason.HIT, Reason.VETOED)}:
         return Reason(column), None
     return Reason.VETOED, column
 

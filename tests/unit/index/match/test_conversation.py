@@ -8,7 +8,7 @@ from index.guards.stages import StageResult
 from index.match.conversation import CONTENT, OPTION_ORDER, VALUE, ContextRule, default_rule
 from index.match.decide import Deciders, decide
 from index.match.outcome import Candidate, Decision, Reason
-from index.match.policy import DecisionMode, MatchPolicy
+from index.match.policy import MatchPolicy
 from index.request.context import relevant_context, without_chatter
 
 ORDER = ("My order 1042 was due on Monday and it still isn't here.\n"
@@ -90,7 +90,7 @@ def test_an_early_exchange_holding_a_number_stays_in_the_relevant_context() -> N
     assert "1042" in relevant_context(earlier, "Can you chase it?")
 
 
-POLICY = MatchPolicy(0.5, stages=(), decision=DecisionMode.JUDGE)
+POLICY = MatchPolicy(0.5, stages=())  # the default decision: guarded
 
 
 def _decide(query_context: str, cached_context: str) -> Decision:

@@ -38,7 +38,7 @@ def test_a_plain_rewording_is_served_below_the_threshold() -> None:
 def test_a_low_learned_score_vetoes_a_candidate_the_cosine_supports() -> None:
     decision = decide("What are the signs of dehydration?",
                       [Candidate(1, "What are the symptoms of dehydration?", 0.95)], POLICY, deciders(0.2))
-    assert decision.reason is Reason.VETOED and decision.vetoed_by == "judge"
+    assert decision.reason is Reason.VETOED and decision.vetoed_by == "learned"
 
 
 def test_the_gates_and_stages_veto_before_any_learned_score() -> None:
