@@ -73,3 +73,21 @@ def test_without_a_judge_the_rule_has_no_learned_veto() -> None:
                       [Candidate(1, "What are the symptoms of dehydration?", 0.95)], POLICY,
                       Deciders(build_stages(POLICY.stages)))
     assert decision.hit and decision.probability is None
+
+
+CONTEXT = "We are moving our monorepo this quarter and keep the full history."
+
+
+def test_a_conversation_meets_the_same_gates_as_a_single_turn_request() -> None:
+    cached = Candidate(1, "migrating from svn to git", 0.99, CONTEXT, 1.0)
+    conversation = decide("migrating from git to svn", [cached], POLICY, deciders(0.99), CONTEXT)
+    assert (conversation.reason, conversation.vetoed_by) == (Reason.VETOED, "order")
+    unpin = decide("How do I unpin it?", [Candidate(1, "How do I pin it?", 0.99, CONTEXT, 1.0)], POLICY,
+                   deciders(0.99), CONTEXT)
+    assert unpin.vetoed_by == "contrast"
+
+
+def test_a_conversation_with_the_same_context_is_served_on_its_cosine() -> None:
+    cached = Candidate(1, "What are the symptoms of dehydration?", 0.95, CONTEXT, 1.0)
+    decision = decide("What are the signs of dehydration?", [cached], POLICY, deciders(0.01), CONTEXT)
+    assert decision.hit and decision.basis == "cosine" and decision.probability is None  # no learned score read
