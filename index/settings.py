@@ -137,8 +137,8 @@ class Settings(BaseSettings):
         120, ge=0, description="Hourly allowance of labelling's extra upstream calls: audits beyond DEJA_AUDIT_RATE's "
         "share (sampled densely where hits are riskier) and LLM label calls for shadows and explorations; 0 = none")
     label_model: str | None = Field(
-        None, description="Model of the chat upstream that labels audits, shadows and explorations (an LLM judge "
-        "of the two prompts and answers); empty = compare the answers' embeddings")
+        None, description="Model of the chat upstream that labels audits, shadows and explorations (an LLM that "
+        "reads the two prompts and answers); empty = compare the answers' embeddings")
     label_model_error_rate: float = Field(
         0.05, ge=0.0, lt=0.5, description="How often the label model's label is wrong, as measured on labelled "
         "pairs: each of its labels weighs 1 - 2 x this in the remembered differences, and the live budget's rates "

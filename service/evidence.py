@@ -9,7 +9,7 @@ from index.match.policy import MatchPolicy
 from index.match.steps import COSINE
 from index.records import Verdict
 from index.storage.decision_log import DecisionRecord
-from service.label_judge import LabelCase
+from service.label_model import LabelCase
 from service.runtime import Runtime
 
 

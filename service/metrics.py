@@ -55,9 +55,9 @@ class Metrics:
         self.budget_bar = Gauge("deja_budget_bar", "The namespace's bar (judge probability, or cosine threshold)",
                                 budget_labels, registry=r)
         self.bar_changes = Counter("deja_bar_changes", "Moves of a namespace's bar", ["direction"], registry=r)
-        self.label_calls = Counter("deja_label_calls", "LLM label-judge calls (DEJA_LABEL_MODEL) by outcome",
+        self.label_calls = Counter("deja_label_calls", "label model calls (DEJA_LABEL_MODEL) by outcome",
                                    ["outcome"], registry=r)
-        self.label_cost = Counter("deja_label_cost_usd", "Estimated cost of LLM label-judge calls, from the price "
+        self.label_cost = Counter("deja_label_cost_usd", "Estimated cost of label model calls, from the price "
                                   "table", ["model"], registry=r)
         self.extra_audits = Counter("deja_extra_audits", "Audits beyond DEJA_AUDIT_RATE's share, by why they were "
                                     "drawn", ["reason"], registry=r)

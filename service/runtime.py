@@ -48,7 +48,7 @@ from service.budget import BudgetKeeper
 from service.credentials import credential_policy
 from service.dialects.base import UpstreamName
 from service.fairness import NamespaceGate, default_share
-from service.label_judge import LabelJudge
+from service.label_model import LabelModel
 from service.metrics import Metrics
 from service.runtime_view import RuntimeView
 from service.settings import Settings
@@ -162,7 +162,7 @@ class Runtime:
         self.budget = BudgetKeeper(self.engine, self.bars, self.metrics, self.differences, self.prior_bar)
         self.upstream = build_upstream(settings, settings.upstream_url, parts.transport)
         self.anthropic_upstream = build_upstream(settings, settings.anthropic_upstream_url, parts.transport)
-        self.label_judge = None if settings.label_model is None else LabelJudge(
+        self.label_model = None if settings.label_model is None else LabelModel(
             settings.label_model, self.upstream, self.metrics, settings.prices_per_1k_tokens.get(settings.label_model))
         self.secret = settings.secret_bytes()
         self.credentials = credential_policy(settings)

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from service.label_judge import SYSTEM_PROMPT
+from service.label_model import SYSTEM_PROMPT
 from support.services import GatewayProcess
 from support.stub_upstream import StubUpstream, intent_answer
 from support.waiting import wait_for

@@ -1,4 +1,4 @@
-"""The live budget through the in-process gateway: `GET /deja/budget` and its gauges, the LLM label judge
+"""The live budget through the in-process gateway: `GET /deja/budget` and its gauges, the label model
 (`DEJA_LABEL_MODEL`) speaking to the upstream, the bar that rises on wrong audits and the remembered difference
 that keeps a later near-twin from being served."""
 
@@ -106,7 +106,7 @@ async def test_a_label_model_labels_audits_and_agreeing_wrong_hits_raise_the_bar
 @pytest.mark.asyncio
 async def test_a_label_reply_that_is_not_a_verdict_gives_no_label(tmp_path: Path) -> None:
     async with inprocess_gateway(tmp_path, Parts(judge=FixedJudge(0.99)), min_similarity=0.5, audit_rate=1.0,
-                                 label_model="judge-llm") as gw:
+                                 label_model="label-llm") as gw:
         gw.upstream.labels.reply = "I think they are the same."
         await gw.chat("archive old slack channel")
         # A served hit, audited (rate 1.0): the label model is asked about it and answers no verdict.
@@ -121,7 +121,7 @@ async def test_a_label_reply_that_is_not_a_verdict_gives_no_label(tmp_path: Path
 async def test_over_the_hourly_ceiling_a_shadow_is_compared_by_answers_and_unknown_variation_teaches_nothing(
         tmp_path: Path) -> None:
     # Threshold mode: the near-miss below its cosine threshold is what gets shadow-labelled.
-    async with inprocess_gateway(tmp_path, label_model="judge-llm", audit_calls_per_hour=0,
+    async with inprocess_gateway(tmp_path, label_model="label-llm", audit_calls_per_hour=0,
                                  decision="threshold") as gw:
         await gw.chat("how do i reset my password")
         near = await gw.chat("how do i reset my password please now")
