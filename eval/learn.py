@@ -36,6 +36,7 @@ from index.judge.features import EntryHistory, JudgeInput
 from index.judge.model import Judge
 from index.match.answers import AnswerBaselines, compare_answers
 from index.match.audit_sampler import HitFacts
+from index.match.bar import raised
 from index.match.decide import Deciders, decide
 from index.match.explore import Exploration
 from index.match.learned import margins
@@ -191,7 +192,9 @@ class Deployment:
         prompt, found = request.prompt, self._candidates(request.prompt)
         offered = [c for c, _ in found]
         level = self.live.level
-        decision = decide(prompt, offered, self.policy.at_level(level), self.deciders, histories=self.histories)
+        # The namespace's level moves the cosine threshold, as `NamespacePolicies.policy_for` does in the gateway.
+        policy = self.policy.at(raised(self.policy.min_similarity, level)).at_level(level)
+        decision = decide(prompt, offered, policy, self.deciders, histories=self.histories)
         index = decision.chosen
         hit = decision.reason is Reason.HIT and index is not None
         if hit and index is not None and not self.live.vetoes(prompt, found[index][1].prompt):
