@@ -28,8 +28,8 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Gatew
     """A stub of its own: every hit here is audited, and audits must not land on the shared stub's counts."""
     data_dir = tmp_path_factory.mktemp("budget")
     with StubUpstream(answers={prompt: "cancel" for prompt in CANCEL}) as stub:
-        # The default decision (base_env pins the cosine rule for the other suites); every hit is audited so that
-        # the test knows which ones are. The stub's label model never errs, and is configured so.
+        # The default decision, stated so the test says it; every hit is audited so that the test knows which
+        # ones are. The stub's label model never errs, and is configured so.
         env = base_env(stub, data_dir) | {"DEJA_DECISION": "guarded", "DEJA_LABEL_MODEL": "label-llm",
                                           "DEJA_AUDIT_RATE": "1.0", "DEJA_LABEL_MODEL_ERROR_RATE": "0"}
         gw = GatewayProcess(env, data_dir / "gateway.log").start()

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def gateway(stub: StubUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayProcess, Path]]:
     data_dir = tmp_path_factory.mktemp("learned")
-    env = base_env(stub, data_dir) | {"DEJA_DECISION": "guarded"}  # the default (base_env pins threshold)
+    env = base_env(stub, data_dir) | {"DEJA_DECISION": "guarded"}  # the default, stated so the test says it
     gw = GatewayProcess(env, data_dir / "gateway.log").start()
     yield gw, data_dir
     gw.stop()

@@ -36,8 +36,8 @@ async def test_budget_needs_the_admin_token(tmp_path: Path) -> None:
 
 @pytest.mark.asyncio
 async def test_budget_reports_served_audited_and_wrong_hits_with_their_bound(tmp_path: Path) -> None:
-    # Threshold mode: its hits, and the threshold the evidence raises, follow from the lexical embedder's cosines.
-    async with inprocess_gateway(tmp_path, decision="threshold") as gw:
+    # The default decision: these rewordings are served on their content, whatever the lexical embedder's cosine.
+    async with inprocess_gateway(tmp_path) as gw:
         assert (await gw.client.get("/deja/budget", headers=ADMIN)).json() == {"budget": 0.02, "namespaces": []}
         await gw.chat("how do i reset my password")
         ids = []
@@ -62,8 +62,8 @@ async def test_budget_reports_served_audited_and_wrong_hits_with_their_bound(tmp
         assert await gw.metric(f"deja_budget_served{{{labels}}}") == 3
         assert await gw.metric(f"deja_budget_wrong{{{labels}}}") == 1
         assert await gw.metric(f"deja_budget_upper{{{labels}}}") == pytest.approx(row["upper"])
-        # One wrong label is an anecdote: the namespace's cosine threshold stays at 0.90.
-        assert row["bar"] == pytest.approx(0.90)
+        # One wrong label is an anecdote: the namespace's cosine threshold stays at 0.92, the default decision's.
+        assert row["bar"] == pytest.approx(0.92)
         assert await gw.metric("deja_budget_max_false_hit_rate") == 0.02
         # The wrong feedback is one label of its difference (the inserted "please"): not enough to veto.
         evidence = (await gw.client.get("/deja/budget/evidence", headers=ADMIN)).json()
@@ -120,9 +120,8 @@ async def test_a_label_reply_that_is_not_a_verdict_gives_no_label(tmp_path: Path
 @pytest.mark.asyncio
 async def test_over_the_hourly_ceiling_a_shadow_is_compared_by_answers_and_unknown_variation_teaches_nothing(
         tmp_path: Path) -> None:
-    # Threshold mode: the near-miss below its cosine threshold is what gets shadow-labelled.
-    async with inprocess_gateway(tmp_path, label_model="label-llm", audit_calls_per_hour=0,
-                                 decision="threshold") as gw:
+    # The default decision: the near-miss below its cosine threshold is what gets shadow-labelled.
+    async with inprocess_gateway(tmp_path, label_model="label-llm", audit_calls_per_hour=0) as gw:
         await gw.chat("how do i reset my password")
         near = await gw.chat("how do i reset my password please now")
         assert near.headers["x-deja-reason"] == "below_threshold"
