@@ -82,7 +82,7 @@ class Parts:
     # Uniform draws in [0, 1) for exploration and for audits (tests pass fixed ones).
     draw: Callable[[], float] = random.random
     audit_draw: Callable[[], float] = random.random
-    # The judge of judge mode; None = `load_judge(settings.judge_model)` (the shipped one by default).
+    # The judge the learned veto reads; None = `load_judge(settings.judge_model)` (the shipped one by default).
     judge: JudgeModel | None = None
     # The pair model stacked with the judge; None = the shipped one when `DEJA_PAIR_MODEL` is on and the judge
     # is built from settings (an injected judge runs alone unless a pair reader is injected with it).

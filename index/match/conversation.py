@@ -13,7 +13,7 @@ from index.guards.extract import Extractor, Value
 from index.guards.form import FREE_WORDS
 from index.guards.lexicon import Lexicon, load
 from index.guards.numbers import canonical, parse_words
-from index.guards.stages import StageResult
+from index.guards.stages import StepResult
 from index.guards.text import CACHE_SIZE, FUNCTION_WORDS, normalize, stem
 from index.guards.textdiff import opcodes, ratio
 from index.request.context import without_chatter
@@ -45,8 +45,8 @@ class ContextDifference:
     stage: str
     reason: str
 
-    def result(self) -> StageResult:
-        return StageResult(self.stage, passed=False, reason=self.reason)
+    def result(self) -> StepResult:
+        return StepResult(self.stage, passed=False, reason=self.reason)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from index.guards.stages import StageResult
+from index.guards.stages import StepResult
 from index.records import CachedResponse, QueryVectors, Verdict
 
 # The line a decision's learned P adds to the logged stages (the step `learned` of `index.match.steps`).
@@ -52,7 +52,7 @@ class Decision:
     reason: Reason
     similarity: float
     vetoed_by: str | None = None
-    stages: tuple[StageResult, ...] = field(default_factory=tuple)
+    stages: tuple[StepResult, ...] = field(default_factory=tuple)
     chosen: int | None = None
     probability: float | None = None
     bar: float | None = None
@@ -79,12 +79,12 @@ class Decision:
         basis = f" basis={self.basis.replace(' ', '-')}" if self.basis else ""
         return f"{self.version} p={self.probability:.3f} bar={bar} budget={self.max_false_hit_rate:g}{basis}"
 
-    def logged_stages(self) -> tuple[StageResult, ...]:
+    def logged_stages(self) -> tuple[StepResult, ...]:
         """What the decision log and label page show: the steps' results, plus the learned P's line where it was
         read (the `learned` step's own veto already carries it)."""
         if self.probability is None or self.vetoed_by == LEARNED_STAGE:
             return self.stages
-        learned = StageResult(LEARNED_STAGE, self.reason in (Reason.HIT, Reason.EXPLORED), self.note(),
+        learned = StepResult(LEARNED_STAGE, self.reason in (Reason.HIT, Reason.EXPLORED), self.note(),
                               self.probability)
         return (*self.stages, learned)
 

@@ -18,7 +18,7 @@ from index.guards.contrast import opposed_words
 from index.guards.form import same_content
 from index.guards.order import swapped_words
 from index.guards.safety import pair_veto
-from index.guards.stages import Stage, StageResult
+from index.guards.stages import Stage, StepResult
 from index.match.conversation import ContextRule
 from index.match.explore import Exploration
 from index.match.learned import LearnedScores, learned_probability
@@ -81,7 +81,7 @@ class Setup:
 class Trail:
     """What the steps found so far about one candidate (local to one decision)."""
 
-    results: list[StageResult] = field(default_factory=list)
+    results: list[StepResult] = field(default_factory=list)
     probability: float | None = None
     pair_read: int = 0
 
@@ -100,7 +100,7 @@ class Step(Protocol):
 
 
 def vetoed(pair: Pair, trail: Trail, name: str, reason: str) -> Decision:
-    trail.results.append(StageResult(name, False, reason))
+    trail.results.append(StepResult(name, False, reason))
     return Decision(Reason.VETOED, pair.candidate.similarity, vetoed_by=name, stages=tuple(trail.results))
 
 
@@ -228,11 +228,11 @@ class Context:
         contexts = pair.contexts
         if contexts is None:
             return None
-        vetoing: StageResult | None = None
+        vetoing: StepResult | None = None
         if contexts[0] != contexts[1]:
             for stage in setup.context_stages:
                 found = stage.check(*contexts)
-                result = StageResult(f"{stage.name}@context", found.passed, found.reason, found.score)
+                result = StepResult(f"{stage.name}@context", found.passed, found.reason, found.score)
                 trail.results.append(result)
                 if not result.passed:
                     vetoing = result
@@ -263,7 +263,7 @@ class Learned:
         if p is None or p >= scores.veto_below:
             return None
         reason = f"{scores.version}: P(same answer) {p:.3f} < {scores.veto_below:g}"
-        trail.results.append(StageResult(self.name, False, reason, p))
+        trail.results.append(StepResult(self.name, False, reason, p))
         return Decision(Reason.VETOED, pair.candidate.similarity, vetoed_by=self.name, stages=tuple(trail.results),
                         probability=p, bar=scores.veto_below, version=scores.version,
                         max_false_hit_rate=setup.policy.max_false_hit_rate, pair_read=trail.pair_read)
@@ -281,7 +281,7 @@ class Difference:
         query, cached = pair.query, pair.candidate.prompt
         if same_content(query, cached) or setup.differences.veto(setup.namespace, query, cached) is None:
             return None
-        trail.results.append(StageResult(self.name, False, "labelled wrong before in this namespace"))
+        trail.results.append(StepResult(self.name, False, "labelled wrong before in this namespace"))
         return Decision(Reason.VETOED, pair.candidate.similarity, vetoed_by=self.name, stages=tuple(trail.results),
                         probability=trail.probability, bar=setup.scores.veto_below, version=setup.scores.version,
                         max_false_hit_rate=setup.policy.max_false_hit_rate, pair_read=trail.pair_read)

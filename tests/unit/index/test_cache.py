@@ -10,7 +10,7 @@ import pytest
 from index.cache import Cache, CacheConfig
 from index.embedding.embedder import HashEmbedder
 from index.errors import StoreUnavailable
-from index.guards.stages import StageResult
+from index.guards.stages import StepResult
 from index.match.decide import Deciders
 from index.match.policy import MatchPolicy
 from index.records import Verdict
@@ -33,8 +33,8 @@ class CountingEmbedder(HashEmbedder):
 class VetoWord:
     name = "veto-word"
 
-    def check(self, query: str, cached: str) -> StageResult:
-        return StageResult(self.name, ("not" in query.split()) == ("not" in cached.split()), "not")
+    def check(self, query: str, cached: str) -> StepResult:
+        return StepResult(self.name, ("not" in query.split()) == ("not" in cached.split()), "not")
 
 
 def make_cache(tmp_path: Path, clock: Any = None, ttl: float | None = None) -> tuple[Cache, CountingEmbedder]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from index.guards.stages import StageResult
+from index.guards.stages import StepResult
 from index.match.conversation import CONTENT, OPTION_ORDER, VALUE, ContextRule, default_rule
 from index.match.decide import Deciders, decide
 from index.match.outcome import Candidate, Decision, Reason
@@ -101,7 +101,7 @@ def _decide(query_context: str, cached_context: str) -> Decision:
 def test_decide_vetoes_a_conversation_whose_context_differs_in_a_value() -> None:
     decision = _decide(ORDER.replace("1042", "1024"), ORDER)
     assert decision.reason is Reason.VETOED and decision.vetoed_by == VALUE
-    assert decision.stages[-1] == StageResult(VALUE, False, "1024 vs 1042")
+    assert decision.stages[-1] == StepResult(VALUE, False, "1024 vs 1042")
 
 
 def test_decide_serves_a_conversation_whose_context_differs_in_form() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from index.guards.stages import StageResult
+from index.guards.stages import StepResult
 from index.match.conversation import ContextRule
 from index.match.decide import Deciders, decide
 from index.match.outcome import Candidate, Decision, Reason
@@ -14,8 +14,8 @@ from index.match.policy import DecisionMode, MatchPolicy
 class VetoWord:
     name = "veto-word"
 
-    def check(self, query: str, cached: str) -> StageResult:
-        return StageResult(self.name, ("not" in query.split()) == ("not" in cached.split()))
+    def check(self, query: str, cached: str) -> StepResult:
+        return StepResult(self.name, ("not" in query.split()) == ("not" in cached.split()))
 
 
 POLICY = MatchPolicy(0.8, min_context_similarity=0.7, decision=DecisionMode.THRESHOLD)
