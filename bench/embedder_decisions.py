@@ -1,11 +1,10 @@
-"""ONNX int8 vs torch MiniLM, decision by decision: each labelled pair of the dev sets decided by the shipped
-judge at the default budget (and by the cosine rule at its default threshold) under both backends' vectors, side
-by side in one run, with every pair whose decision flips listed.
+"""ONNX int8 vs torch MiniLM, decision by decision: each labelled pair of the dev sets decided by the default
+decision (guarded, the shipped judge as its learned veto) and by the cosine rule at its default threshold under
+both backends' vectors, side by side in one run, with every pair whose decision flips listed.
 
     .venv/bin/python -m bench.embedder_decisions [--datasets datasets/pairs-dev.jsonl,datasets/conv-dev.jsonl]
 
-The judge column offers every comparable pair to the judge as one candidate (multi-turn pairs with their context
-features); `eval sweep` sends multi-turn pairs through the conversation rule instead, so its counts differ there.
+Each comparable pair is offered to `index.match.decide` as one candidate (multi-turn pairs with their contexts).
 `python -m eval replay --stream datasets/trace2.jsonl --part dev --embedder minilm|minilm-onnx` gives the trace
 side (README, "Embedder backends").
 """
@@ -16,36 +15,44 @@ import argparse
 from pathlib import Path
 
 from eval.datasets import load_pairs
-from eval.judge_sweep import judge_scores
 from eval.sweep import ScoredPair, score_pairs
 from index.embedding.embedder import Embedder, MiniLMEmbedder, OnnxMiniLMEmbedder
+from index.guards.registry import build_stages
 from index.judge.model import load_judge
-from index.match.policy import DEFAULT_JUDGE_MIN_SIMILARITY, DEFAULT_MAX_FALSE_HIT_RATE, DEFAULT_MIN_SIMILARITY
+from index.match.decide import Deciders, decide
+from index.match.outcome import Candidate
+from index.match.policy import DEFAULT_GUARDED_MIN_SIMILARITY, DEFAULT_MIN_SIMILARITY, MatchPolicy
 
 ROOT = Path(__file__).resolve().parents[1]
+STAGES = ("polarity", "values")
 
 
-def decisions(scored: tuple[ScoredPair, ...], bar: float) -> tuple[list[bool], list[bool]]:
-    """(judge hit, cosine-rule hit at its default threshold, before veto stages) per pair."""
-    p = judge_scores(scored, load_judge())
-    judged = [s.similarity is not None and s.similarity >= DEFAULT_JUDGE_MIN_SIMILARITY and q >= bar
-              for s, q in zip(scored, p, strict=True)]
+def decisions(scored: tuple[ScoredPair, ...], deciders: Deciders) -> tuple[list[bool], list[bool]]:
+    """(guarded hit, cosine-rule hit at its default threshold, before veto stages) per pair."""
+    policy = MatchPolicy(DEFAULT_GUARDED_MIN_SIMILARITY, stages=STAGES)
+    guarded = []
+    for item in scored:
+        if item.similarity is None or item.veto is not None:
+            guarded.append(False)
+            continue
+        candidate = Candidate(0, item.pair.a.prompt, item.similarity, item.context_a, item.context_similarity)
+        guarded.append(decide(item.pair.b.prompt, [candidate], policy, deciders, item.context_b).hit)
     cosine = [s.similarity is not None and s.similarity >= DEFAULT_MIN_SIMILARITY for s in scored]
-    return judged, cosine
+    return guarded, cosine
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", default="datasets/pairs-dev.jsonl,datasets/conv-dev.jsonl")
     args = parser.parse_args()
-    bar = load_judge().cut(DEFAULT_MAX_FALSE_HIT_RATE)
+    deciders = Deciders(build_stages(STAGES), judge=load_judge())
     models: dict[str, Embedder] = {"torch": MiniLMEmbedder(threads=1), "onnx": OnnxMiniLMEmbedder(threads=1)}
     print(f"{'dataset':<18}{'pairs':>6}  {'rule':<8}{'torch hits':>11}{'wrong':>6}{'onnx hits':>10}{'wrong':>6}"
           f"{'flips':>6}")
     for name in args.datasets.split(","):
         pairs = load_pairs(ROOT / name)
-        runs = {label: decisions(score_pairs(pairs, model), bar) for label, model in models.items()}
-        for rule, column in (("judge", 0), ("cosine", 1)):
+        runs = {label: decisions(score_pairs(pairs, model), deciders) for label, model in models.items()}
+        for rule, column in (("guarded", 0), ("cosine", 1)):
             t, o = runs["torch"][column], runs["onnx"][column]
             wrong_t = sum(hit and not pair.same_answer for hit, pair in zip(t, pairs, strict=True))
             wrong_o = sum(hit and not pair.same_answer for hit, pair in zip(o, pairs, strict=True))
@@ -55,7 +62,7 @@ def main() -> None:
             for pair in flips:
                 print(f"    flip ({'same' if pair.same_answer else 'different'} answer, {pair.kind}): "
                       f"{pair.a.prompt[:60]!r} / {pair.b.prompt[:60]!r}")
-    print(f"judge bar {bar:.3f} at budget {DEFAULT_MAX_FALSE_HIT_RATE}; cosine threshold {DEFAULT_MIN_SIMILARITY}")
+    print(f"guarded: cosine >= {DEFAULT_GUARDED_MIN_SIMILARITY}, learned veto; cosine rule: {DEFAULT_MIN_SIMILARITY}")
 
 
 if __name__ == "__main__":

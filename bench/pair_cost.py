@@ -27,7 +27,7 @@ from index.embedding.embedder import Embedder, make_embedder
 from index.judge.model import load_judge
 from index.judge.pair_model import load_pair_stage
 from index.match.decide import Deciders, decide
-from index.match.judged import PairReader
+from index.match.learned import PairReader
 from index.match.outcome import Candidate
 from index.match.policy import LEARNED_VETO_BELOW, MatchPolicy
 from index.settings import Settings

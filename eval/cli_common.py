@@ -20,7 +20,7 @@ from eval.thresholds import parse_thresholds
 from index.guards.registry import build_stages
 from index.guards.stages import Stage, parse_stage_names
 from index.judge.model import Judge
-from index.match.judged import PairReader
+from index.match.learned import PairReader
 from index.match.policy import DecisionMode, MatchPolicy
 from index.settings import Settings
 
@@ -37,10 +37,10 @@ EmbedderOption = Annotated[EmbedderName, typer.Option(
     "or hash (bag-of-words baseline, no model).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the whole report as JSON.")]
 DecisionOption = Annotated[DecisionMode | None, typer.Option(
-    help="judge (calibrated probability against a false-hit budget) or threshold (cosine + stages). Default: "
+    help="guarded (cosine, gates, stages, learned veto) or threshold (cosine + gates + stages). Default: "
     "DEJA_DECISION.", show_default=False)]
 BudgetsOption = Annotated[str | None, typer.Option(
-    "--budgets", "--budget", help="--decision judge: false-hit budgets to sweep, e.g. 0.01,0.02,0.05. Default: "
+    "--budgets", "--budget", help="--decision vcache: error bounds to replay, e.g. 0.01,0.02,0.05. Default: "
     "DEJA_MAX_FALSE_HIT_RATE.", show_default=False)]
 
 

@@ -38,7 +38,7 @@ from index.match.audit_sampler import AuditSampler, HitFacts
 from index.match.decide import Deciders
 from index.match.evidence import Observation, collect
 from index.match.explore import Exploration
-from index.match.judged import JudgeModel, PairReader
+from index.match.learned import JudgeModel, PairReader
 from index.match.live_threshold import LearnerConfig
 from index.match.matcher import Matcher
 from index.match.outcome import Lookup, Reason

@@ -21,7 +21,7 @@ from index.embedding.embedder import Embedder
 from index.guards.registry import build_stages
 from index.judge.model import Judge, false_hit_upper
 from index.match.decide import Deciders, decide
-from index.match.judged import PairReader
+from index.match.learned import PairReader
 from index.match.outcome import Candidate
 from index.match.policy import LEARNED_VETO_BELOW, DecisionMode, MatchPolicy
 
@@ -147,16 +147,14 @@ def veto_columns(default: MatchPolicy, judge: Judge, pair: PairReader | None,
 def contenders(default: MatchPolicy, judge: Judge, pair: PairReader | None,
                veto_below: float = LEARNED_VETO_BELOW) -> tuple[Contender, ...]:
     """The default; the guarded rule at the default threshold and below, the learned veto (P below
-    `veto_below`) on and off; the cosine rule with its rule stages at each baseline threshold; the judge deciding
-    alone against its bar (with the pair model); and vCache at the default's budget. The default reads the judge
-    only where its policy vetoes on it (`veto_below` > 0)."""
+    `veto_below`) on and off; the cosine rule with its rule stages at each baseline threshold (the judge deciding
+    alone, retired judge mode, is no longer a contender); and vCache at the default's budget. The default reads
+    the judge only where its policy vetoes on it (`veto_below` > 0)."""
     cosine = dataclasses.replace(default, decision=DecisionMode.THRESHOLD, stages=("polarity", "values"))
-    judged = dataclasses.replace(default, decision=DecisionMode.JUDGE)
-    learned = default.judged or (default.guarded and default.veto_below > 0.0)
+    learned = default.guarded and default.veto_below > 0.0
     out = [Contender(DEFAULT, default, judge if learned else None, pair if learned else None)]
     out += veto_columns(default, judge, pair, veto_below)
     out += [Contender(f"cosine {t:.2f} + rules", cosine.at(t)) for t in BASELINE_THRESHOLDS]
-    out.append(Contender("judge + pair model", judged, judge, pair))
     out.append(Contender(f"vCache δ={default.max_false_hit_rate:g}", None, vcache_delta=default.max_false_hit_rate))
     return tuple(out)
 
@@ -190,8 +188,7 @@ def _trace_cell(source: Source, embedder: Embedder, entrant: Contender) -> Cell 
         return Cell(entrant.name, row.exact_hits + row.semantic_hits, row.correct, len(source.requests))
     assert entrant.policy is not None
     policy = entrant.policy
-    point = policy.candidate_floor if policy.judged else policy.min_similarity
-    config = ReplayConfig((point,), build_stages(policy.stages), policy=policy, judge=entrant.judge,
+    config = ReplayConfig((policy.min_similarity,), build_stages(policy.stages), policy=policy, judge=entrant.judge,
                           pair=entrant.pair)
     replayed = run_replay(source.name, source.requests, embedder, config).rows[0]
     return Cell(entrant.name, replayed.exact_hits + replayed.semantic_hits, replayed.correct, replayed.requests)
@@ -201,10 +198,9 @@ def _pairs_cell(scored: Sequence[ScoredPair], entrant: Contender) -> Cell:
     assert entrant.policy is not None
     policy = entrant.policy
     deciders = Deciders(build_stages(policy.stages), None, entrant.judge, pair=entrant.pair)
-    floor = policy.candidate_floor if policy.judged else -1.0
     served = correct = 0
     for index, item in enumerate(scored):
-        if item.similarity is None or item.veto is not None or item.similarity < floor:
+        if item.similarity is None or item.veto is not None:
             continue
         pair = item.pair
         candidate = Candidate(index, pair.a.prompt, item.similarity, item.context_a, item.context_similarity)

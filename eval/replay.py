@@ -6,7 +6,6 @@ are independent. A hit is correct when it serves what the upstream would have an
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import tempfile
 from collections import Counter
@@ -24,7 +23,7 @@ from index.guards.stages import Stage
 from index.judge.model import Judge
 from index.match.decide import OFF, Deciders
 from index.match.explore import Exploration
-from index.match.judged import PairReader
+from index.match.learned import PairReader
 from index.match.outcome import Lookup
 from index.match.policy import COSINE_POLICY, MatchPolicy
 from index.records import Verdict, answer_text
@@ -105,15 +104,12 @@ class ReplayConfig:
     stages: tuple[Stage, ...] = ()
     upstream: Upstream = field(default=stub_upstream)
     policy: MatchPolicy = COSINE_POLICY
-    # Judge mode (`policy.decision` = judge): the budgets to replay at (each with every threshold as the
-    # candidate floor) and the judge.
-    budgets: tuple[float, ...] = ()
+    # Guarded mode: the judge of the learned veto.
     judge: Judge | None = None
-    # Judge mode: exploration of uncertain would-be hits, as the gateway does (off unless given), and the seed
-    # of its draws.
+    # Exploration of doubted would-be hits, as the gateway does (off unless given), and the seed of its draws.
     exploration: Exploration = OFF
     seed: int = 0
-    # Judge mode: the pair model stacked with the judge, as the gateway runs it (None = the judge alone).
+    # Guarded mode: the pair model stacked with the judge, as the gateway runs it (None = the judge alone).
     pair: PairReader | None = None
 
     def deciders(self) -> Deciders:
@@ -122,12 +118,8 @@ class ReplayConfig:
                         random.Random(self.seed).random, pair=self.pair)
 
     def points(self) -> tuple[MatchPolicy, ...]:
-        """The policy of each row: one per threshold, or per (floor, budget) in judge mode."""
-        if not self.policy.judged:
-            return tuple(self.policy.at(t) for t in self.thresholds)
-        budgets = self.budgets or (self.policy.max_false_hit_rate,)
-        return tuple(dataclasses.replace(self.policy, candidate_floor=t).with_budget(b)
-                     for t in self.thresholds for b in budgets)
+        """The policy of each row: one per threshold."""
+        return tuple(self.policy.at(t) for t in self.thresholds)
 
 
 @dataclass
@@ -172,9 +164,7 @@ def replay_once(
             counts = _replay(cache, requests, config.upstream)
         finally:
             engine.dispose()
-    point = policy.candidate_floor if policy.judged else policy.min_similarity
-    row = _row(point, len(requests), counts, [stage.name for stage in config.stages])
-    return dataclasses.replace(row, budget=policy.max_false_hit_rate) if policy.judged else row
+    return _row(policy.min_similarity, len(requests), counts, [stage.name for stage in config.stages])
 
 
 def _replay(cache: Cache, requests: Sequence[StreamRequest], upstream: Upstream) -> _Counts:

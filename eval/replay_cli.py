@@ -34,7 +34,6 @@ class ReplayDecision(StrEnum):
     """How `eval replay` decides a semantic hit. `vcache` is an eval-only baseline; the gateway never runs it."""
 
     GUARDED = "guarded"
-    JUDGE = "judge"
     THRESHOLD = "threshold"
     VCACHE = "vcache"
 
@@ -49,14 +48,14 @@ def replay(
     part: Annotated[str | None, typer.Option(
         help="Replay only the requests of this split (dev or test) of a trace that has a `part` field.")] = None,
     threshold: Annotated[str | None, typer.Option(
-        help="Min cosine similarity: 0.85, 0.70:0.95:0.05 or a,b,c (default 0.85; judge mode: the candidate "
-        "floor, default the gateway's)", show_default=False)] = None,
+        help="Min cosine similarity: 0.85, 0.70:0.95:0.05 or a,b,c (default 0.85; guarded: the gateway's)",
+        show_default=False)] = None,
     decision: Annotated[ReplayDecision | None, typer.Option(
-        help="judge: the gateway's judge at each --budget; threshold: the gateway's cosine + stages; vcache: the "
+        help="guarded: the gateway's whole decision; threshold: the gateway's cosine + stages; vcache: the "
         "vCache baseline (per-entry learned threshold, error bound delta = --budget). Default: DEJA_DECISION.",
         show_default=False)] = None,
     budget: Annotated[str | None, typer.Option(
-        "--budget", "--budgets", help="--decision judge or vcache: the false-hit budgets (vCache: error bounds "
+        "--budget", "--budgets", help="--decision vcache or --learn: the false-hit budgets (vCache: error bounds "
         "delta) to replay at, e.g. 0.02 or 0.01,0.02,0.05. Default: DEJA_MAX_FALSE_HIT_RATE.",
         show_default=False)] = None,
     seed: Annotated[int, typer.Option(help="Seed of random exploration and audits (vcache, --learn).")] = 0,
@@ -105,10 +104,6 @@ def replay(
     if policy.guarded:
         points = (policy.min_similarity,) if threshold is None else _thresholds(threshold)
         config = ReplayConfig(points, chosen, policy=policy, judge=_load_judge(settings), pair=_load_pair(settings))
-    elif policy.judged:
-        floors = (policy.candidate_floor,) if threshold is None else _thresholds(threshold)
-        config = ReplayConfig(floors, (), policy=policy, budgets=_budgets(budget, policy),
-                              judge=_load_judge(settings), pair=_load_pair(settings))
     else:
         config = ReplayConfig(_thresholds(threshold or DEFAULT_REPLAY_THRESHOLD), chosen, policy=policy)
     model = make_embedder(embedder)

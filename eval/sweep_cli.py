@@ -1,4 +1,4 @@
-"""`eval sweep`: score every threshold (or judge budget) on a labelled dataset or on the gateway's own labelled
+"""`eval sweep`: score every threshold on a labelled dataset or on the gateway's own labelled
 decisions (registered on the eval app by `eval.cli`)."""
 
 from __future__ import annotations
@@ -12,13 +12,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from eval.cli_common import BudgetsOption, DecisionOption, EmbedderOption, JsonOption, StagesOption
-from eval.cli_common import budgets as _budgets
+from eval.cli_common import DecisionOption, EmbedderOption, JsonOption, StagesOption
 from eval.cli_common import check_fraction as _check_fraction
 from eval.cli_common import err as _err
 from eval.cli_common import fail as _fail
-from eval.cli_common import load_judge as _load_judge
-from eval.cli_common import load_pair as _load_pair
 from eval.cli_common import out as _out
 from eval.cli_common import policy_and_stages as _policy
 from eval.cli_common import print_table as _print_table
@@ -30,8 +27,6 @@ from eval.embedding import EmbedderName, make_embedder
 from index.embedding.embedder import Embedder
 from index.errors import StoreUnavailable
 from index.guards.stages import Stage
-from index.judge.model import Judge
-from index.match.judged import PairReader
 from index.match.policy import DecisionMode, MatchPolicy
 from index.storage.entries import display_url
 
@@ -49,12 +44,10 @@ def sweep(
     traffic: Annotated[bool, typer.Option(
         "--traffic", help="Sweep the gateway's labelled decisions (its decision log) instead of a dataset.")] = False,
     threshold: Annotated[str, typer.Option(
-        help="Min cosine similarity: 0.85, 0.70:0.99:0.01 or a,b,c (judge mode: the candidate floor, one value; "
-        "default the gateway's)")] = DEFAULT_SWEEP_THRESHOLDS,
+        help="Min cosine similarity: 0.85, 0.70:0.99:0.01 or a,b,c")] = DEFAULT_SWEEP_THRESHOLDS,
     fmt: Annotated[DatasetFormat, typer.Option("--format", help="Dataset encoding.")] = DatasetFormat.AUTO,
     stages: StagesOption = None,
     decision: DecisionOption = None,
-    budgets: BudgetsOption = None,
     compare: Annotated[bool, typer.Option("--compare", help="Sweep without stages and with them.")] = False,
     max_false_hit_rate: Annotated[float | None, typer.Option(
         help="Pick the threshold with the best hit rate whose false-hit upper bound is at most this."),
@@ -91,37 +84,16 @@ def sweep(
     _check_api(traffic, apply, api)
     overrides = {k: v for k, v in (("database_url", database_url), ("data_dir", data_dir)) if v is not None}
     settings = _settings(**overrides)
-    if apply and (decision or settings.decision) is DecisionMode.JUDGE:
-        raise typer.BadParameter(
-            "in judge mode the gateway serves by the judge's bar, not by a cosine threshold: `eval fit --traffic "
-            "--apply` refits and applies the judge from the same labels (or sweep with --decision threshold)",
-            param_hint="--apply")
-    judge_policy, chosen = _policy(settings, stages, decision)
-    # A range of thresholds (or the decision log) is swept under the cosine rule whatever the mode; the judge's
-    # own points are its budgets, shown beside a dataset's threshold sweep in judge mode.
-    ranged = threshold != DEFAULT_SWEEP_THRESHOLDS and len(thresholds) > 1
-    policy = judge_policy
-    if judge_policy.guarded or (judge_policy.judged and (ranged or traffic)):
-        # Guarded mode serves by the same cosine threshold and rule stages; its learned veto and same-content
-        # override are measured by `eval panel` and `eval replay`, which run the whole decision.
-        policy = dataclasses.replace(judge_policy, decision=DecisionMode.THRESHOLD)
+    gateway_policy, chosen = _policy(settings, stages, decision)
+    # Guarded mode serves by the same cosine threshold and rule stages; its learned veto and same-content
+    # override are measured by `eval panel` and `eval replay`, which run the whole decision.
+    policy = dataclasses.replace(gateway_policy, decision=DecisionMode.THRESHOLD)
     output = _Output(as_json, out or Path("reports") / (f"sweep-{dataset.stem}" if dataset else "traffic"))
-    if policy.judged:
-        assert dataset is not None
-        floor = (policy if threshold == DEFAULT_SWEEP_THRESHOLDS
-                 else dataclasses.replace(policy, candidate_floor=thresholds[0]))
-        _sweep_judge(dataset, fmt, embedder, floor, _budgets(budgets, floor), output, confidence,
-                     _load_judge(settings), chosen, _load_pair(settings))
-        return
     config = SweepConfig(thresholds, _stage_sets(chosen, compare), max_false_hit_rate, confidence, policy)
     if dataset is not None:
         _sweep_dataset(dataset, fmt, embedder, config, output)
-        if judge_policy.judged and not as_json:
-            typer.echo("\nThe gateway decides by the judge (DEJA_DECISION=judge); its points, one per budget:")
-            _sweep_judge(dataset, fmt, embedder, judge_policy, _budgets(budgets, judge_policy),
-                         _Output(False, None), confidence, _load_judge(settings), chosen, _load_pair(settings))
-        elif judge_policy.guarded and not as_json:
-            typer.echo(f"\nThe gateway decides by the guarded rule ({judge_policy.describe()}); the sweep above is "
+        if gateway_policy.guarded and not as_json:
+            typer.echo(f"\nThe gateway decides by the guarded rule ({gateway_policy.describe()}); the sweep above is "
                        "its cosine threshold and rule stages. `eval panel` and `eval replay` run the whole decision "
                        "(same-content override, order and contrast gates, learned veto).")
         return
@@ -196,38 +168,6 @@ def _scored_pairs(
     model = make_embedder(embedder)
     with _progress("embedding", len(texts_to_embed(pairs))) as advance:
         return model, score_pairs(pairs, model, progress=advance, context_match=policy.context_match)
-
-
-
-
-
-
-def _sweep_judge(dataset: Path, fmt: DatasetFormat, embedder: EmbedderName, policy: MatchPolicy,
-                 budgets: tuple[float, ...], output: _Output, confidence: float, model: Judge,
-                 stages: tuple[Stage, ...], pair: PairReader | None = None) -> None:
-    """`eval sweep --decision judge`: one row per budget, through the gateway's judge rule."""
-    from eval.judge_sweep import judge_scores, run_judge_sweep
-    from eval.metrics import roc_auc
-    from eval.report import to_json
-    from eval.sweep import SweepConfig, build_report
-
-    encoder, scored = _scored_pairs(dataset, fmt, embedder, policy)
-    report = build_report(dataset.name, encoder.model_id, scored, SweepConfig((), (), None, confidence, policy))
-    sweep = run_judge_sweep(scored, model, budgets, policy, confidence, stages, pair)
-    report = dataclasses.replace(report, sweeps=(sweep,))
-    scorer = model if pair is None else pair
-    auc = roc_auc([item.pair.same_answer for item in scored], judge_scores(scored, model))
-    reader = "" if pair is None else f" + pair model {pair.version} (bars are the stack's)"
-    note = (f"judge {model.version}{reader} · candidate floor {policy.candidate_floor:g} · ROC-AUC of the "
-            f"judge's P(same) {'-' if auc is None else f'{auc:.3f}'} · rows are false-hit budgets (bar = "
-            + ", ".join(f"{b:g}: {scorer.cut(b):.3f}" for b in budgets) + ") · conversation pairs: cosine ≥ "
-            f"{policy.conversation_threshold:g} + stages {','.join(s.name for s in stages) or 'none'}")
-    if output.out is not None:
-        _write_files(report, output.out, None)
-    if output.as_json:
-        typer.echo(to_json(report))
-    else:
-        _print_sweep(report, (note,))
 
 
 def _sweep_traffic(source: _TrafficSource, config: SweepConfig, output: _Output) -> None:

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 from eval.metrics import rate, trials_needed
 from eval.replay import ReplayReport, ReplayRow
 from eval.sweep import StageVetoes, Sweep, SweepPoint, SweepReport, ThresholdChoice
-from index.match.outcome import JUDGE_STAGE
 
 if TYPE_CHECKING:
     from eval.fit import FitReport
@@ -60,8 +59,7 @@ def sweep_table(sweep: Sweep) -> TableData:
     first = sweep.points[0] if sweep.points else None
     same_kinds = [k.kind for k in first.kinds if k.same_answer] if first else []
     must_kinds = [k.kind for k in first.kinds if not k.same_answer] if first else []
-    # A judge sweep's rows are false-hit budgets (`SweepPoint.threshold` holds the budget).
-    headers = ["budget" if sweep.stages == (JUDGE_STAGE,) else "min sim", "hit rate"]
+    headers = ["min sim", "hit rate"]
     headers += [f"hit\n{kind}" for kind in same_kinds] if len(same_kinds) > 1 else []
     headers += [f"false hit\n{kind}" for kind in must_kinds]
     headers += ["false hit\nall", "upper\nbound", "precision", "F1"]

@@ -196,12 +196,11 @@ class Cache:
 
     def _candidates(self, neighbors: Sequence[Neighbor], policy: MatchPolicy, vectors: QueryVectors,
                     degraded: list[str]) -> list[tuple[Candidate, StoredEntry]]:
-        """The candidates the decision reads, most similar first. Judge mode: the top K at or above the candidate
-        floor. Guarded mode: the top K at or above the log floor (a plain rewording below the threshold is still
-        served). Cosine rule: those above the threshold, else the top one if above the log floor (for the log)."""
+        """The candidates the decision reads, most similar first. Guarded mode: the top K at or above the log floor
+        (a plain rewording below the threshold is still served). Cosine rule: those above the threshold, else the
+        top one if above the log floor (for the log)."""
         limit = policy.judge_candidates if policy.reads_judge else len(neighbors)
-        floor = (policy.candidate_floor if policy.judged
-                 else min(policy.min_similarity, self.config.log_floor))
+        floor = min(policy.min_similarity, self.config.log_floor)
         # Every neighbour the loop may reach, read in one query (the loop below decides which it uses).
         reachable = [n.entry_id for n in neighbors if n.similarity >= floor]
         try:

@@ -19,12 +19,12 @@ from index.match.policy import (
     DEFAULT_AUDIT_RATE,
     DEFAULT_CANDIDATES,
     DEFAULT_JUDGE_CANDIDATES,
-    DEFAULT_JUDGE_MIN_SIMILARITY,
     DEFAULT_LEARN_FLOOR,
     DEFAULT_LOG_FLOOR,
     DEFAULT_MAX_FALSE_HIT_RATE,
     DEFAULT_MIN_CONTEXT_SIMILARITY,
     DEFAULT_VETO_BELOW,
+    RETIRED_JUDGE_MODE,
     DecisionMode,
     MatchPolicy,
     default_min_similarity,
@@ -48,22 +48,21 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(None, description="Redis URL for the shared exact tier; default in-process LRU")
     data_dir: Path = Field(Path(".deja"), description="Folder for the SQLite file and the generated secret")
     decision: DecisionMode = Field(
-        DecisionMode.GUARDED, description="'guarded' (the default: cosine >= DEJA_MIN_SIMILARITY, then the guard "
-        "stages and the learned scores as vetoes; a plain rewording is served on its content), 'judge' (calibrated "
-        "P(same answer) against DEJA_MAX_FALSE_HIT_RATE) or 'threshold' (DEJA_MIN_SIMILARITY, then the guard "
-        "stages as vetoes)")
+        DecisionMode.GUARDED, description="'guarded' (the default: cosine >= DEJA_MIN_SIMILARITY, then the gates, "
+        "the guard stages and the learned scores as vetoes; a plain rewording is served on its content) or "
+        "'threshold' (the same steps without the learned veto and the plain-rewording override); 'judge' was "
+        "retired")
     max_false_hit_rate: float = Field(
         DEFAULT_MAX_FALSE_HIT_RATE, gt=0.0, lt=1.0,
-        description="Judge mode: false hits / served that the judge's bar allows (95% upper bound)")
+        description="False hits / served each namespace is held to (95% upper bound): the live budget raises a "
+        "namespace's cosine threshold when its audits exceed it")
     judge_candidates: int = Field(DEFAULT_JUDGE_CANDIDATES, ge=1, le=50,
-                                  description="Judge mode: nearest candidates the judge scores per request")
-    judge_model: Path | None = Field(None, description="Judge folder (judge.npz + metadata.json); empty = shipped")
+                                  description="Guarded mode: nearest candidates the decision reads per request")
+    judge_model: Path | None = Field(
+        None, description="Folder of the judge the learned veto reads (judge.npz + metadata.json); empty = shipped")
     pair_model: bool = Field(
-        True, description="Judge mode: the pair model reads both prompts where the judge's P alone cannot settle "
-        "the decision (index/data/pair); false = the judge alone")
-    judge_conversations: bool = Field(
-        False, description="Judge mode: multi-turn requests are judged (their contexts read by the judge and the "
-        "pair model) instead of the cosine conversation rule")
+        True, description="The learned veto stacks the pair model (index/data/pair) on the judge's P where the "
+        "judge alone cannot settle the veto; false = the judge alone")
     min_similarity: float | None = Field(
         None, ge=-1.0, le=1.0,
         description="Cosine similarity threshold of the guarded and threshold rules (moved per namespace by the "
@@ -73,9 +72,6 @@ class Settings(BaseSettings):
         description="Guarded mode: a learned P(same answer) (judge, stacked with the pair model) below this vetoes "
         "a candidate above the cosine threshold; 0 (the default) = no learned veto, none read (it cost real users' "
         "questions correct answers: docs/judge.md); 0.6 = the bar it was fitted for")
-    judge_floor: float = Field(
-        DEFAULT_JUDGE_MIN_SIMILARITY, ge=-1.0, le=1.0,
-        description="Judge mode: candidate floor of the index search (candidates below it are never scored)")
     min_context_similarity: float = Field(
         DEFAULT_MIN_CONTEXT_SIMILARITY, ge=-1.0, le=1.0,
         description="Cosine similarity floor between the relevant earlier contexts of two conversations")
@@ -143,8 +139,8 @@ class Settings(BaseSettings):
         120, ge=0, description="Hourly allowance of labelling's extra upstream calls: audits beyond DEJA_AUDIT_RATE's "
         "share (sampled densely where hits are riskier) and LLM label calls for shadows and explorations; 0 = none")
     label_model: str | None = Field(
-        None, description="Model of the chat upstream that labels audits, shadows and explorations (an LLM judge "
-        "of the two prompts and answers); empty = compare the answers' embeddings")
+        None, description="Model of the chat upstream that labels audits, shadows and explorations (an LLM that "
+        "reads the two prompts and answers); empty = compare the answers' embeddings")
     label_model_error_rate: float = Field(
         0.05, ge=0.0, lt=0.5, description="How often the label model's label is wrong, as measured on labelled "
         "pairs: each of its labels weighs 1 - 2 x this in the remembered differences, and the live budget's rates "
@@ -167,8 +163,8 @@ class Settings(BaseSettings):
         "choose; candidates from here up to the threshold are the near misses that are labelled")
     explore_rate: float = Field(
         DEFAULT_EXPLORE_RATE, ge=0.0, le=1.0,
-        description="Judge mode: would-be hits just above the bar go upstream to be labelled with probability "
-        "rate * (1 - p) / budget; 0 = never")
+        description="Guarded mode: share of the hits the learned veto doubts (P in the lower half of the range "
+        "above DEJA_VETO_BELOW) that go upstream to be labelled; 0 = never")
     answer_same_similarity: float = Field(0.95, ge=0, le=1, description="Answer similarity that counts as same")
     prices_per_1k_tokens: dict[str, float] = Field(
         default_factory=lambda: {"gpt-4o": 0.00625, "gpt-4o-mini": 0.000375, "gpt-4.1": 0.005,
@@ -197,6 +193,13 @@ class Settings(BaseSettings):
     snapshot_interval_seconds: float = Field(
         600.0, ge=0, description="How often the HNSW index is saved to data_dir/snapshot (also at shutdown); 0 = never")
     log_level: str = Field("info", description="Log level")
+
+    @field_validator("decision", mode="before")
+    @classmethod
+    def _judge_mode_retired(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip().lower() == "judge":
+            raise ValueError(RETIRED_JUDGE_MODE)
+        return value
 
     @field_validator("ttl_seconds", mode="before")
     @classmethod
@@ -235,8 +238,7 @@ class Settings(BaseSettings):
 
     def policy(self) -> MatchPolicy:
         """The deployment's match policy, as the gateway runs it and `eval` measures it (the one place it is
-        built). In judge mode the rule stages are the judge's features for single-turn requests and run as
-        vetoes only in the conversation rule."""
+        built)."""
         flags = {"polarity": self.guard_polarity, "values": self.guard_values}
         floor = self.min_similarity
         return MatchPolicy(
@@ -248,9 +250,7 @@ class Settings(BaseSettings):
             max_false_hit_rate=self.max_false_hit_rate,
             judge_candidates=self.judge_candidates,
             max_decision_chars=self.max_decision_chars,
-            judge_conversations=self.judge_conversations,
             veto_below=self.veto_below,
-            candidate_floor=self.judge_floor,
             learn_floor=self.learn_floor,
         )
 

@@ -201,10 +201,10 @@ def families(intents: Path) -> dict[str, str]:
 
 def trace_rows(inputs: tv.Inputs, path: Path, vectors: Vectors, family: dict[str, str], k: int = 5) -> list[Row]:
     """The dev part of a replay trace as a gateway meets it: each request against the top K earlier distinct
-    prompts at or above the floor (ranks and margins as `index.match.judged` computes them), labelled by intent.
+    prompts at or above the floor (ranks and margins as `index.match.learned` computes them), labelled by intent.
     Test parts are never read (their intents are disjoint: the traces split by intent family)."""
     from eval.datasets import load_stream
-    from index.match.judged import margins
+    from index.match.learned import margins
 
     inputs.read_bytes(path)
     requests = [r for r in load_stream(path) if r.part == "dev"]
@@ -230,7 +230,7 @@ def intent_rows(inputs: tv.Inputs, trace: Path, intents: Path, vectors: Vectors,
     """Every wording of the trace's dev intents against its K nearest wordings of other dev intents' and its own
     (as if all were cached), labelled by intent: paraphrases of many styles and near-twin intents."""
     from eval.datasets import load_stream
-    from index.match.judged import margins
+    from index.match.learned import margins
 
     inputs.read_bytes(intents)
     dev = {r.intent for r in load_stream(trace) if r.part == "dev"}

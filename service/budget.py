@@ -78,16 +78,21 @@ class BudgetKeeper:
     """Holds the latest tallies; `refresh` (the upkeep tick, or a `/deja/budget` read) re-reads them from SQL."""
 
     def __init__(self, engine: Engine, bars: BarBook, metrics: Metrics, differences: Differences,
-                 prior_bar: Callable[[str], float]) -> None:
+                 prior_bar: Callable[[str], float], learned: Callable[[str], float | None] | None = None) -> None:
+        """`learned`: each namespace's learned threshold (None: the bar levels move the prior)."""
         self.engine = engine
         self.bars = bars
         self.metrics = metrics
         self.differences = differences
         self.prior_bar = prior_bar
+        self.learned = learned
         self.tallies: list[BudgetTally] = []
         self._lock = threading.Lock()
 
     def bar(self, namespace: str) -> float | None:
+        learned = None if self.learned is None else self.learned(namespace)
+        if learned is not None:
+            return learned
         value = raised(self.prior_bar(namespace), self.bars.level(namespace))
         return None if math.isinf(value) else value
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -75,11 +76,26 @@ def serve(
         "database_url": database_url, "redis_url": redis_url,
         "min_similarity": min_similarity, "data_dir": data_dir, "log_level": log_level,
     }.items() if v is not None}
-    settings = Settings(**overrides)  # type: ignore[arg-type]
+    settings = _settings(Settings, overrides)
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("alembic").setLevel(logging.WARNING)  # its per-plugin INFO lines say nothing to an operator
     _check_schema(settings)
     uvicorn.run(create_app(settings), host=host, port=port, log_level=settings.log_level.lower())
+
+
+def _settings(settings_type: type[Settings], overrides: Mapping[str, object]) -> Settings:
+    """`Settings` from the environment and `overrides`; a setting that is not valid (a retired
+    `DEJA_DECISION=judge`, a value out of range) stops start-up with one line per setting, no traceback."""
+    from pydantic import ValidationError
+
+    try:
+        return settings_type(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        for error in exc.errors():
+            where = ".".join(str(part) for part in error["loc"])
+            name = f"DEJA_{where.upper()}: " if where else ""
+            typer.echo(f"deja: {name}{str(error['msg']).removeprefix('Value error, ')}", err=True)
+        raise typer.Exit(1) from None
 
 
 db_app = typer.Typer(help="Database schema (Alembic migrations).", no_args_is_help=True)

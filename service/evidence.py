@@ -4,22 +4,22 @@ hits are audited, and a label teaches its difference (`index.match.differences`;
 from __future__ import annotations
 
 from index.match.audit_sampler import HitFacts
-from index.match.guarded import COSINE
 from index.match.outcome import Lookup
 from index.match.policy import MatchPolicy
+from index.match.steps import COSINE
 from index.records import Verdict
 from index.storage.decision_log import DecisionRecord
-from service.label_judge import LabelCase
+from service.label_model import LabelCase
 from service.runtime import Runtime
 
 
 def hit_facts(rt: Runtime, namespace: str, lookup: Lookup, policy: MatchPolicy) -> HitFacts:
-    """What the audit sampler reads of a served hit. Near the bar is where an audit teaches most: in judge mode
-    the judge's P against its bar; in guarded mode the cosine against the threshold the live budget moves (a hit
-    served on its cosine just above it; a plain rewording is served on its content and is never near a bar)."""
+    """What the audit sampler reads of a served hit. Near the bar is where an audit teaches most: the cosine
+    against the threshold the live budget moves (a hit served on its cosine just above it; a plain rewording is
+    served on its content and is never near a bar)."""
     decision = lookup.decision
     p = decision.probability if decision is not None else None
-    bar = decision.bar if decision is not None and policy.judged else None
+    bar = None
     if decision is not None and policy.guarded and decision.basis == COSINE:
         p, bar = decision.similarity, policy.min_similarity
     created = lookup.response.created_at if lookup.response is not None else rt.clock()

@@ -2,7 +2,7 @@
 semantic hits. Neither delays a response: both run as background tasks, audits with bounded concurrency
 (skipped, not queued, when full). A label compares the two answers against how much the upstream's own answers
 vary (`index.match.answers`: an audit re-asks twice, and the namespace keeps a baseline of fresh-vs-fresh similarity),
-or, with `DEJA_LABEL_MODEL`, is the LLM label judge's verdict (`service.label_judge`), weighted by its error rate; a
+or, with `DEJA_LABEL_MODEL`, is the label model's verdict (`service.label_model`), weighted by its error rate; a
 wrong hit or a right near-miss is one label of its difference (`index.match.differences`)."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from index.storage.decision_log import Label, LabelSource
 from service.dialects import Dialect
 from service.errors import UpstreamError
 from service.evidence import teach_case
-from service.label_judge import LabelCase
+from service.label_model import LabelCase
 from service.labels import compare_answers
 from service.runtime import Runtime
 from service.upstream import Upstream
@@ -71,7 +71,7 @@ class Labeler:
 
     async def _label(self, request_id: str, source: LabelSource, case: LabelCase, fresh: str, cached: str,
                      headers: dict[str, str], second: str | None = None) -> None:
-        judge = self.rt.label_judge
+        judge = self.rt.label_model
         if judge is not None and source is not LabelSource.AUDIT and not self.rt.audit_sampler.spend(1):
             # Over the hour's allowance: this shadow or exploration is labelled by answer comparison instead.
             self.rt.metrics.label_calls.labels("over_ceiling").inc()
@@ -121,7 +121,7 @@ class Labeler:
                     return
                 # Without a label model, a second fresh answer shows how much the upstream's answers vary.
                 second = None
-                if self.rt.label_judge is None:
+                if self.rt.label_model is None:
                     again = await self._ask(upstream, dialect, headers, content_out, request_id)
                     second = None if again is None else dialect.answer_text(again)
                 await self._label(request_id, LabelSource.AUDIT, case, dialect.answer_text(fresh),

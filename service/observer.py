@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from index.match.matcher import DIFFERENCE
 from index.match.outcome import Lookup, Reason
+from index.match.steps import Difference
 from index.records import Verdict
 from index.storage.decision_log import DecisionRecord
 from service.exchange import Exchange
@@ -37,7 +37,7 @@ class Observer:
             return
         if decision.vetoed_by is not None:
             metrics.vetoes.labels(decision.vetoed_by).inc()
-        if decision.vetoed_by == DIFFERENCE:
+        if decision.vetoed_by == Difference.name:
             metrics.differences.inc()
         if decision.pair_read:
             metrics.pair_reads.inc(decision.pair_read)
@@ -71,8 +71,8 @@ def deja_headers(exchange: Exchange, lookup: Lookup, verdict: Verdict) -> dict[s
         headers["X-Deja-Reason"] = decision.reason.value
         if decision.probability is not None and decision.bar is not None:
             headers["X-Deja-Probability"] = f"{decision.probability:.4f}"
-        if not decision.hit:  # kept for older clients: the vetoing stage, or the reason (X-Deja-Reason)
-            headers["X-Deja-Veto"] = decision.vetoed_by or decision.reason.value
+        if decision.vetoed_by is not None:  # only on a veto: the vetoing step; a miss's reason is X-Deja-Reason
+            headers["X-Deja-Veto"] = decision.vetoed_by
     if lookup.response is not None:
         headers["X-Deja-Entry"] = str(lookup.response.entry_id)
     if exchange.key.mode_reason:

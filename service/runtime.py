@@ -30,7 +30,7 @@ from index.match.bar_book import BarBook
 from index.match.decide import Deciders
 from index.match.differences import Differences
 from index.match.explore import Exploration
-from index.match.judged import JudgeModel, PairReader
+from index.match.learned import JudgeModel, PairReader
 from index.match.live_threshold import LearnerConfig
 from index.match.matcher import Matcher, NamespacePolicies
 from index.match.threshold_book import ThresholdBook
@@ -51,7 +51,7 @@ from service.budget import BudgetKeeper
 from service.credentials import credential_policy
 from service.dialects.base import UpstreamName
 from service.fairness import NamespaceGate, default_share
-from service.label_judge import LabelJudge
+from service.label_model import LabelModel
 from service.metrics import Metrics
 from service.runtime_view import RuntimeView
 from service.settings import Settings
@@ -86,7 +86,7 @@ class Parts:
     # Uniform draws in [0, 1) for exploration and for audits (tests pass fixed ones).
     draw: Callable[[], float] = random.random
     audit_draw: Callable[[], float] = random.random
-    # The judge of judge mode; None = `load_judge(settings.judge_model)` (the shipped one by default).
+    # The judge the learned veto reads; None = `load_judge(settings.judge_model)` (the shipped one by default).
     judge: JudgeModel | None = None
     # The pair model stacked with the judge; None = the shipped one when `DEJA_PAIR_MODEL` is on and the judge
     # is built from settings (an injected judge runs alone unless a pair reader is injected with it).
@@ -167,12 +167,13 @@ class Runtime:
         # asks the label model.
         self.audit_sampler = AuditSampler(settings.audit_rate, settings.audit_calls_per_hour, self.clock,
                                           calls_per_audit=2)
-        self.budget = BudgetKeeper(self.engine, self.bars, self.metrics, self.differences, self.prior_bar)
+        self.budget = BudgetKeeper(self.engine, self.bars, self.metrics, self.differences, self.prior_bar,
+                                   self.learned.threshold if learns else None)
         self.threshold_keeper = ThresholdKeeper(self.learned, EvidenceLog(self.engine),
                                                 lambda ns: self.thresholds.prior_for(ns).min_similarity, self.metrics)
         self.upstream = build_upstream(settings, settings.upstream_url, parts.transport)
         self.anthropic_upstream = build_upstream(settings, settings.anthropic_upstream_url, parts.transport)
-        self.label_judge = None if settings.label_model is None else LabelJudge(
+        self.label_model = None if settings.label_model is None else LabelModel(
             settings.label_model, self.upstream, self.metrics, settings.prices_per_1k_tokens.get(settings.label_model))
         self.secret = settings.secret_bytes()
         self.credentials = credential_policy(settings)
@@ -206,13 +207,8 @@ class Runtime:
         return self.judge_sync.in_force
 
     def prior_bar(self, namespace: str) -> float:
-        """The namespace's bar before the live budget moves it: the judge's cut, or the cosine threshold."""
-        policy = self.thresholds.prior_for(namespace)
-        deciders = self.cache.deciders
-        scorer = deciders.pair if deciders.pair is not None else deciders.judge
-        if policy.judged and scorer is not None:
-            return scorer.cut(policy.max_false_hit_rate)
-        return self.thresholds.policy_for(namespace).min_similarity
+        """The namespace's bar before the live budget moves it: its cosine threshold."""
+        return self.thresholds.prior_for(namespace).min_similarity
 
     def upstream_for(self, name: UpstreamName) -> Upstream:
         return self.anthropic_upstream if name is UpstreamName.ANTHROPIC else self.upstream

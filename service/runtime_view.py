@@ -51,12 +51,6 @@ class RuntimeView:
         if policy.guarded and judge is not None:
             reader = "" if pair is None else f" + pair model {pair.version}"
             return f"{policy.describe()}; the learned veto reads judge {judge.version}{reader}"
-        if policy.judged and judge is not None:
-            scorer = judge if pair is None else pair
-            reader = "" if pair is None else f" + pair model {pair.version}"
-            return (f"judge {judge.version}{reader} at a false-hit budget of {policy.max_false_hit_rate:g} "
-                    f"(bar {scorer.cut(policy.max_false_hit_rate):.3f}), candidates >= "
-                    f"{policy.candidate_floor:g}; conversations: cosine >= {policy.conversation_threshold:g}")
         return policy.describe()
 
     def stats(self) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from index.forgetting import Forgetting
 from index.judge.model import JudgeModelError
 from index.judge.pair_model import PairModelError, PairStage
 from index.maintenance import Maintainer
-from index.match.judged import JudgeModel, PairReader
+from index.match.learned import JudgeModel, PairReader
 from index.match.matcher import Matcher
 from index.search.hnsw import SemanticIndex
 from index.search.snapshot import SnapshotDir

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from index.guards.stages import StageResult
+from index.guards.stages import StepResult
 
 
 class WordVeto:
@@ -13,7 +13,7 @@ class WordVeto:
         self.word = word
         self.checked: list[tuple[str, str]] = []
 
-    def check(self, query: str, cached: str) -> StageResult:
+    def check(self, query: str, cached: str) -> StepResult:
         self.checked.append((query, cached))
         passed = (self.word in query.split()) == (self.word in cached.split())
-        return StageResult(self.name, passed, "" if passed else f"{self.word!r} on one side")
+        return StepResult(self.name, passed, "" if passed else f"{self.word!r} on one side")

@@ -73,7 +73,7 @@ def small_judge(pairs: int = 1200, seed: int = 0) -> Judge:
 
 
 class FixedJudge:
-    """A judge fake through the real seam (`index.match.judged.JudgeModel`): every candidate scores `p` against
+    """A judge fake through the real seam (`index.match.learned.JudgeModel`): every candidate scores `p` against
     a bar of `bar`, whatever the budget."""
 
     def __init__(self, p: float, bar: float = 0.90, version: str = "judge-fixed") -> None:
@@ -87,7 +87,7 @@ class FixedJudge:
 
 
 class FixedPair:
-    """A pair-reader fake through the real seam (`index.match.judged.PairReader`): the real stack
+    """A pair-reader fake through the real seam (`index.match.learned.PairReader`): the real stack
     (`index.judge.pair_model.Combination`) over a pair model that gives each cached prompt (or cached context) a
     fixed P (`default` for any other), counting the pairs it reads; a context pair's P lowers its prompt's."""
 

@@ -1,4 +1,4 @@
-"""The label-judge protocol as the test upstreams speak it (`service.label_judge`): a chat completion whose system
+"""The label model's protocol as the test upstreams speak it (`service.label_model`): a chat completion whose system
 message is Deja's label prompt is answered {"same": ...} by a rule the test controls (by default: the two
 questions have the same intent in `answers`, or are the same text), or by a fixed reply (`reply`). With `error_rate`
 set it errs as a real label model does: each verdict is flipped with that probability (seeded, so reproducible)."""
@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.label_judge import SYSTEM_PROMPT
+from service.label_model import SYSTEM_PROMPT
 
 # (question, cached_question, cached_answer, fresh_answer or None) -> same?
 LabelRule = Callable[[str, str, str, str | None], bool]

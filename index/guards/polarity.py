@@ -10,7 +10,7 @@ from functools import lru_cache
 from itertools import pairwise
 
 from index.guards.lexicon import Lexicon, load
-from index.guards.stages import StageResult
+from index.guards.stages import StepResult
 from index.guards.text import CACHE_SIZE, FUNCTION_WORDS, differing_spans, stem, words
 
 NEGATION_CUES = frozenset(
@@ -49,8 +49,8 @@ class PolarityFindings:
     def passed(self) -> bool:
         return self.flips == 0 and self.extra_negations == 0
 
-    def result(self, stage: str) -> StageResult:
-        return StageResult(stage, passed=self.passed, reason=self.reason)
+    def result(self, stage: str) -> StepResult:
+        return StepResult(stage, passed=self.passed, reason=self.reason)
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ class PolarityStage:
         # A cached prompt is checked against many queries: parse each text once (bounded, thread-safe).
         self._parse = lru_cache(maxsize=cache_size)(self._uncached_parse)
 
-    def check(self, query: str, cached: str) -> StageResult:
+    def check(self, query: str, cached: str) -> StepResult:
         return self.findings(query, cached).result(self.name)
 
     def findings(self, query: str, cached: str) -> PolarityFindings:

@@ -2,8 +2,8 @@
 decision reads (`DEJA_MAX_DECISION_CHARS`), and words that differ only by their accents ("año" / "ano",
 "schön" / "schon", "pâte" / "pâté"), which name different things however close their embeddings are.
 
-Both checks are linear in the length of the two texts. `decide` (threshold mode and the conversation rule) and
-`judge` (judge mode) both call `veto`, so a pair vetoed here is never served in any mode.
+Both checks are linear in the length of the two texts. The step `safety` of `index.match.steps` calls
+`pair_veto` in every mode, before any step that could serve, so a pair vetoed here is never served.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The guard stage interface: a pure check of a (query, cached) prompt pair. Under the cosine rule (threshold
-mode, conversations) a failed check vetoes the hit; in judge mode the same rules are read as the judge's
-features (`index.judge.features`). Stages are built by name in `index.guards.registry`.
+"""The guard stage interface: a pure check of a (query, cached) prompt pair. In the step `rules` of the decision
+(`index.match.steps`) a failed check vetoes the hit; the judge reads the same rules as features
+(`index.judge.features`). Stages are built by name in `index.guards.registry`.
 """
 
 from __future__ import annotations
@@ -13,13 +13,15 @@ STAGE_ORDER = ("polarity", "values")
 
 
 @dataclass(frozen=True)
-class StageResult:
-    """What one stage said about one (query, cached) pair."""
+class StepResult:
+    """What one step of the decision (`index.match.steps`), or one rule stage within it, found about one (query,
+    cached) pair. `stage` is the name `X-Deja-Veto` and the decision log show (a rule stage's own name, e.g.
+    `polarity`, or `polarity@context` over two contexts; a step's, e.g. `order`, `learned`, `difference`)."""
 
     stage: str
     passed: bool
     reason: str = ""
-    # Optional score, e.g. the judge's calibrated P(same answer) in a logged decision.
+    # Optional score, e.g. the learned P(same answer) in a logged decision.
     score: float | None = None
 
 
@@ -28,7 +30,7 @@ class Stage(Protocol):
 
     name: str
 
-    def check(self, query: str, cached: str) -> StageResult: ...
+    def check(self, query: str, cached: str) -> StepResult: ...
 
 
 def parse_stage_names(text: str) -> tuple[str, ...]:
@@ -49,9 +51,9 @@ class MemoStage:
         self.inner = inner
         self.name = inner.name
         self.calls = 0
-        self._memo: dict[tuple[str, str], StageResult] = {}
+        self._memo: dict[tuple[str, str], StepResult] = {}
 
-    def check(self, query: str, cached: str) -> StageResult:
+    def check(self, query: str, cached: str) -> StepResult:
         key = (query, cached)
         found = self._memo.get(key)
         if found is None:

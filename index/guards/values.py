@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from index.guards.extract import Extractor, Value
 from index.guards.lexicon import Lexicon, load
-from index.guards.stages import StageResult
+from index.guards.stages import StepResult
 from index.guards.terms import TermCheck
 from index.guards.text import CACHE_SIZE, words
 
@@ -36,8 +36,8 @@ class ValueFindings:
     reason: str
     passed: bool
 
-    def result(self, stage: str) -> StageResult:
-        return StageResult(stage, passed=self.passed, reason=self.reason)
+    def result(self, stage: str) -> StepResult:
+        return StepResult(stage, passed=self.passed, reason=self.reason)
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class ValueStage:
         # A cached prompt is checked against many queries: analyse each text once (bounded, thread-safe).
         self._side = lru_cache(maxsize=cache_size)(self._uncached_side)
 
-    def check(self, query: str, cached: str) -> StageResult:
+    def check(self, query: str, cached: str) -> StepResult:
         return self.findings(query, cached).result(self.name)
 
     def findings(self, query: str, cached: str) -> ValueFindings:

@@ -31,8 +31,8 @@ class AuditReason(StrEnum):
 
 @dataclass(frozen=True)
 class HitFacts:
-    """What the sampler knows of a served hit. `probability` and `bar`: the judge's P and bar (judge mode), the
-    cosine and the threshold (guarded mode, a hit served on its cosine), else None."""
+    """What the sampler knows of a served hit. `probability` and `bar`: the cosine and the threshold (a hit served
+    on its cosine), else None."""
 
     raised_bar: bool
     probability: float | None

@@ -1,6 +1,6 @@
 """The context rule of conversations: a cached answer serves a follow-up only when the two relevant contexts
 (user and assistant turns) carry the same values, offer the same options in the same order and say the same
-thing, up to form (chatter, case, punctuation, contractions). It runs after the cosine rule (`decide`).
+thing, up to form (chatter, case, punctuation, contractions). The step `context` of `index.match.steps` reads it.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ from index.guards.extract import Extractor, Value
 from index.guards.form import FREE_WORDS
 from index.guards.lexicon import Lexicon, load
 from index.guards.numbers import canonical, parse_words
-from index.guards.stages import StageResult
+from index.guards.stages import StepResult
 from index.guards.text import CACHE_SIZE, FUNCTION_WORDS, normalize, stem
 from index.guards.textdiff import opcodes, ratio
-from index.match.outcome import Candidate, Decision, Reason
 from index.request.context import without_chatter
 
 # `Decision.vetoed_by` of each context difference.
@@ -46,8 +45,8 @@ class ContextDifference:
     stage: str
     reason: str
 
-    def result(self) -> StageResult:
-        return StageResult(self.stage, passed=False, reason=self.reason)
+    def result(self) -> StepResult:
+        return StepResult(self.stage, passed=False, reason=self.reason)
 
 
 @dataclass(frozen=True)
@@ -82,19 +81,6 @@ class ContextRule:
         if q.stems == c.stems:
             return None
         return _value_difference(q, c) or _option_difference(q, c) or self._content_difference(q, c)
-
-    def ruled(self, decision: Decision, query_context: str | None, candidate: Candidate) -> Decision:
-        """The cosine rule's `decision` on a conversation candidate, overruled by a context difference when the
-        candidate cleared both thresholds (the difference, named, takes the place of a context stage's veto)."""
-        if query_context is None or candidate.context is None:
-            return decision
-        if not (decision.hit or (decision.vetoed_by or "").endswith("@context")):
-            return decision
-        found = self.difference(query_context, candidate.context)
-        if found is None:
-            return decision
-        return Decision(Reason.VETOED, decision.similarity, vetoed_by=found.stage,
-                        stages=(*decision.stages, found.result()))
 
     def _uncached_text(self, context: str) -> _Text:
         text = without_chatter(context)

@@ -1,13 +1,10 @@
-"""The one decision: which cached candidate (if any) may answer a request. The gateway (through `Cache`),
-`eval sweep`, `eval replay` and `eval replay --learn` all call `decide`, so a setting means the same in each.
+"""The one decision: which cached candidate (if any) may answer a request. The gateway (through `Cache` and the
+`Matcher`), `eval sweep`, `eval replay`, `eval panel` and `eval replay --learn` all call `decide`, so a setting
+means the same in each.
 
-Single-turn requests in guarded mode (the default) go to `index.match.guarded`: the cosine serves, the rule
-stages and the learned scores veto, a plain rewording is served on its content. Single-turn requests in judge
-mode go to the judge (calibrated P(same answer) against the false-hit budget's
-bar, with exploration of uncertain would-be hits; a plain rewording is served on its content, and a candidate
-whose words are the request's opposites is vetoed); threshold mode and conversations go to the cosine rule, and
-a conversation then to the context rule (`index.match.conversation`: same values, options, content). In
-every mode a candidate that differs from the request past the embedder's window is never served.
+Every candidate (most similar first) goes through the same ordered list of steps (`index.match.steps.STEPS`),
+single-turn request or conversation; the first candidate the steps serve is served. Threshold mode runs the part
+of the list that reads only the cosine and the rules.
 """
 
 from __future__ import annotations
@@ -17,29 +14,35 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from index.guards.contrast import opposed_words
 from index.guards.registry import context_stages
-from index.guards.stages import Stage, StageResult
+from index.guards.stages import Stage
 from index.judge.features import EntryHistory
 from index.match.conversation import ContextRule, default_rule
 from index.match.explore import Exploration
-from index.match.guarded import GuardedSetup, guarded
-from index.match.judged import JudgeModel, JudgeSetup, PairReader, judge
+from index.match.learned import JudgeModel, LearnedScores, PairReader, margins
 from index.match.outcome import Candidate, Decision, Reason
 from index.match.policy import MatchPolicy
-from index.match.threshold import by_threshold
-from index.match.window import differs_past_window
+from index.match.steps import (
+    COSINE,
+    STEPS,
+    THRESHOLD_STEPS,
+    Pair,
+    RememberedDifferences,
+    Setup,
+    Step,
+    Trail,
+    near_miss,
+    served,
+)
 
 OFF = Exploration(rate=0.0)
-# The judge-mode veto of a candidate that asks the opposite (`index.guards.contrast`).
-CONTRAST = "contrast"
 
 
 @dataclass(frozen=True)
 class Deciders:
-    """What decides besides the policy: the rule stages (vetoes of the cosine rule; `context_stages` run over
-    two conversations' contexts), the judge (required in judge mode), exploration and its random draw
-    (uniform in [0, 1); tests inject a fixed one)."""
+    """What decides besides the policy: the rule stages (`context_stages` run over two conversations' contexts),
+    the learned scores (the judge, stacked with the pair model; None = no learned veto), exploration and its
+    random draw (uniform in [0, 1); tests inject a fixed one), the context rule and the remembered differences."""
 
     stages: tuple[Stage, ...] = ()
     # None = the prompt stages plus the alignment check (`index.guards.registry.context_stages`).
@@ -49,12 +52,19 @@ class Deciders:
     draw: Callable[[], float] = field(default=random.random)
     # The pair model stacked with the judge (`index.judge.pair_model.load_pair_stage`); None = the judge alone.
     pair: PairReader | None = None
-    # The context rule a conversation candidate must pass after the cosine rule (`index.match.conversation`).
+    # The context rule a conversation candidate must pass (`index.match.conversation`).
     conversation: ContextRule = field(default_factory=default_rule)
+    # Differences the namespace's labels remember (`index.match.differences`); None = none.
+    differences: RememberedDifferences | None = None
 
     @property
     def over_contexts(self) -> tuple[Stage, ...]:
         return context_stages(self.stages) if self.context_stages is None else self.context_stages
+
+
+def steps_of(policy: MatchPolicy) -> tuple[Step, ...]:
+    """The steps a policy runs: all of them (guarded, the default), or the cosine rule's (threshold mode)."""
+    return STEPS if policy.guarded else THRESHOLD_STEPS
 
 
 def decide(
@@ -64,91 +74,54 @@ def decide(
     deciders: Deciders,
     query_context: str | None = None,
     histories: Mapping[int, EntryHistory] | None = None,
+    namespace: str = "",
 ) -> Decision:
     """Decide over `candidates` (most similar first). `Decision.chosen` indexes the served candidate on a hit,
-    else the best one (None when there was none)."""
+    else the most similar one the steps decided (one past the embedder's window only when all are)."""
     policy = policy.for_request(conversation=query_context is not None)
     if not candidates:
         return Decision(Reason.NO_CANDIDATE, float("nan"))
-    readable = [c for c in candidates if not _past_window(query, query_context, c)]
+    steps = steps_of(policy)
+    scores = LearnedScores(deciders.judge if policy.guarded else None, deciders.pair, policy.veto_below, histories)
+    setup = Setup(policy, deciders.stages, deciders.over_contexts, scores, deciders.conversation,
+                  deciders.exploration, deciders.draw, deciders.differences, namespace)
+    window, rest = steps[0], steps[1:]
+    trail = Trail()
+    pairs = [Pair(query, query_context, c, 0, 0.0) for c in candidates]
+    past = [window.run(pair, setup, trail) for pair in pairs]
+    readable = [i for i, d in enumerate(past) if d is None]
     if not readable:
-        return Decision(Reason.BEYOND_WINDOW, candidates[0].similarity, chosen=0)
-    if len(readable) < len(candidates):
-        decision = decide(query, readable, policy, deciders, query_context, histories)
-        return _reindexed(decision, candidates, readable)
-    if policy.guarded:
-        return _guarded(query, candidates, policy, deciders, histories)
-    if not policy.judged:
-        return _by_threshold(query, candidates, policy, deciders, query_context)
-    if deciders.judge is None:
-        raise ValueError("a judge-mode policy needs a judge (index.judge.model.load_judge)")
-    opposed = [opposed_words(query, c.prompt) for c in candidates]
-    if any(opposed):
-        kept = [c for c, pair in zip(candidates, opposed, strict=True) if pair is None]
-        if kept:
-            return _reindexed(decide(query, kept, policy, deciders, query_context, histories), candidates, kept)
-        a, b = opposed[0] or ("", "")
-        veto = StageResult(CONTRAST, False, f"opposite words {a!r} vs {b!r}")
-        return Decision(Reason.VETOED, candidates[0].similarity, vetoed_by=CONTRAST, stages=(veto,), chosen=0)
-    setup = JudgeSetup(deciders.judge, policy.max_false_hit_rate, policy.judge_candidates, histories or {},
-                       max_decision_chars=policy.max_decision_chars, bar_level=policy.bar_level, pair=deciders.pair)
-    judgement = judge(query, candidates, setup, query_context)
-    index = judgement.chosen if judgement.chosen is not None else judgement.best
-    assert index is not None and judgement.probability is not None
-    p = judgement.probability
-    reason = Reason.HIT if judgement.hit else Reason.BELOW_BAR
-    explorable = judgement.hit and not judgement.same_content
-    if explorable and deciders.exploration.explores(p, judgement.bar, policy.max_false_hit_rate, deciders.draw()):
-        reason = Reason.EXPLORED
-    return Decision(reason, candidates[index].similarity, chosen=index, probability=p, bar=judgement.bar,
-                    version=judgement.version, max_false_hit_rate=policy.max_false_hit_rate,
-                    basis="same content" if judgement.same_content else None, pair_read=judgement.pair_read)
-
-
-def _guarded(query: str, candidates: Sequence[Candidate], policy: MatchPolicy, deciders: Deciders,
-             histories: Mapping[int, EntryHistory] | None) -> Decision:
-    """The guarded rule, then exploration: a hit the learned score doubts (P within the lower `band` of the
-    range above the veto's bar) goes upstream at `DEJA_EXPLORE_RATE`, to be labelled."""
-    setup = GuardedSetup(policy.min_similarity, policy.veto_below, deciders.stages, deciders.judge, deciders.pair,
-                         policy.max_decision_chars, policy.max_false_hit_rate, histories, policy.learn_floor)
-    decision = guarded(query, candidates, setup)
-    p = decision.probability
-    if decision.hit and p is not None and deciders.exploration.rate > 0.0:
-        doubted = p < policy.veto_below + (1.0 - policy.veto_below) * deciders.exploration.band
-        if doubted and deciders.draw() < deciders.exploration.rate:
-            return dataclasses.replace(decision, reason=Reason.EXPLORED)
-    return decision
-
-
-def _by_threshold(query: str, candidates: Sequence[Candidate], policy: MatchPolicy, deciders: Deciders,
-                  query_context: str | None) -> Decision:
-    """The first candidate the cosine rule serves, else the rule's decision on the most similar one."""
+        beyond = past[0]
+        assert beyond is not None
+        return dataclasses.replace(beyond, chosen=0)
+    # Ranks and margins (features of the learned scores) count the readable candidates only.
+    margin = margins([candidates[i].similarity for i in readable])
     first: Decision | None = None
-    for index, candidate in enumerate(candidates):
-        decision = by_threshold(query, candidate, policy, deciders.stages, query_context,
-                                deciders.over_contexts)
-        decision = deciders.conversation.ruled(decision, query_context, candidate)
-        if decision.hit:
-            return _at(decision, index)
-        if first is None:
-            first = _at(decision, index)
+    near: Decision | None = None
+    for rank, index in enumerate(readable):
+        pair = dataclasses.replace(pairs[index], rank=rank, margin=margin[rank])
+        decision = dataclasses.replace(_run(pair, setup, rest), chosen=index)
+        if decision.reason in (Reason.HIT, Reason.EXPLORED):
+            return decision
+        first = first or decision
+        near = near or (decision if decision.would_serve else None)
     assert first is not None
-    return first
+    # A miss reports the near miss when there is one: the candidate a lower threshold would serve, to be labelled.
+    return near or first
 
 
-def _past_window(query: str, query_context: str | None, candidate: Candidate) -> bool:
-    if differs_past_window(query, candidate.prompt):
-        return True
-    return (query_context is not None and candidate.context is not None
-            and differs_past_window(query_context, candidate.context))
-
-
-def _reindexed(decision: Decision, candidates: Sequence[Candidate], readable: Sequence[Candidate]) -> Decision:
-    """`decision` over `readable`, its `chosen` pointing into `candidates`."""
-    if decision.chosen is None:
-        return decision
-    return dataclasses.replace(decision, chosen=candidates.index(readable[decision.chosen]))
-
-
-def _at(decision: Decision, index: int) -> Decision:
-    return Decision(decision.reason, decision.similarity, decision.vetoed_by, decision.stages, chosen=index)
+def _run(pair: Pair, setup: Setup, steps: Sequence[Step]) -> Decision:
+    """One candidate through `steps`: the first step that decides it, else a hit on its cosine. A candidate below
+    the threshold (and above the learning floor) goes through every step: a near miss if none decides it, else a
+    plain miss below the threshold (whatever would have vetoed it)."""
+    trail = Trail()
+    for step in steps:
+        decision = step.run(pair, setup, trail)
+        if decision is None:
+            continue
+        if not trail.below:
+            return decision
+        if decision.reason is Reason.EXPLORED:  # exploration is not a veto: it would have been served
+            return near_miss(pair, setup, trail)
+        return Decision(Reason.BELOW_THRESHOLD, pair.candidate.similarity)
+    return near_miss(pair, setup, trail) if trail.below else served(pair, setup, trail, COSINE)

@@ -3,9 +3,8 @@ into a `Decision` that nobody rewrites afterwards. The gateway (through `index.c
 command decide through it, live state included, so a replay decides a trace as the gateway did.
 
 In order: the namespace's policy (the prior, a threshold stored for the namespace, then its live bar level) ->
-`index.match.decide` (window, gates, same-content override, threshold, rule stages, learned veto or the judge's
-bar, exploration) -> a remembered difference (`index.match.differences`) that vetoes a would-be hit, never a
-plain rewording.
+`index.match.decide`, which runs every candidate through the steps of `index.match.steps` (window, gates,
+same-content override, threshold, rule stages, context, learned veto, remembered difference, exploration).
 """
 
 from __future__ import annotations
@@ -13,36 +12,26 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
-from index.guards.form import same_content
 from index.judge.features import EntryHistory
 from index.match.bar import raised
 from index.match.decide import Deciders, decide
-from index.match.judged import JudgeModel, PairReader
-from index.match.outcome import Candidate, Decision, Reason
+from index.match.learned import JudgeModel, PairReader
+from index.match.outcome import Candidate, Decision
 from index.match.policy import MatchPolicy
-
-# The step name of a remembered difference's veto (`Decision.vetoed_by`, X-Deja-Veto).
-DIFFERENCE = "difference"
-
-
-class RememberedDifferences(Protocol):
-    """What the matcher needs of the remembered differences: a veto (None when none applies)."""
-
-    def veto(self, namespace: str, prompt: str, candidate: str) -> object | None: ...
+from index.match.steps import RememberedDifferences
 
 
 @dataclass
 class NamespacePolicies:
     """Each namespace's policy: thresholds stored by `eval sweep --traffic --apply` ("*" is every namespace's)
-    apply where the cosine decides (guarded and threshold modes); the live budget's level then moves the bar
-    (the judge's cut in judge mode, the cosine threshold otherwise)."""
+    apply; the live budget's level then moves the bar (the cosine threshold)."""
 
     policy: MatchPolicy
     # namespace -> (threshold, labels it was chosen from)
     by_namespace: dict[str, tuple[float, int]] = field(default_factory=dict)
-    # The live budget's bar level of a namespace in judge mode (`index.match.bar_book.BarBook.level`).
+    # The live budget's bar level of a namespace, from audits alone (`index.match.bar_book.BarBook.level`): it moves
+    # the threshold only where no learned threshold is in force.
     level: Callable[[str], int] | None = None
     # The namespace's cosine threshold learned from its evidence (`index.match.threshold_book.ThresholdBook`);
     # None = the prior serves.
@@ -55,19 +44,17 @@ class NamespacePolicies:
     def prior_for(self, namespace: str) -> MatchPolicy:
         """The namespace's policy before the live budget moves its bar."""
         chosen = self.by_namespace.get(namespace) or self.by_namespace.get("*")
-        return self.policy.at(chosen[0]) if chosen and not self.policy.judged else self.policy
+        return self.policy.at(chosen[0]) if chosen else self.policy
 
     def policy_for(self, namespace: str) -> MatchPolicy:
-        """The prior with the namespace's bar level: the judge's bar, or the cosine threshold, moved."""
+        """The prior with the namespace's bar level: the cosine threshold moved."""
         policy = self.prior_for(namespace)
-        learned = None if self.learned is None or policy.judged else self.learned(namespace)
+        learned = None if self.learned is None or not policy.guarded else self.learned(namespace)
         if learned is not None:
             return moved_to(policy, learned)
         level = 0 if self.level is None else self.level(namespace)
         if level == 0:
             return policy
-        if policy.judged:
-            return policy.at_level(level)
         moved = policy.at(raised(policy.min_similarity, level))
         return moved.at_level(level) if policy.guarded else moved
 
@@ -96,14 +83,15 @@ class Matcher:
                  level: Callable[[str], int] | None = None,
                  learned: Callable[[str], float | None] | None = None) -> None:
         self.namespaces = NamespacePolicies(policy, level=level, learned=learned)
-        self._deciders = deciders or Deciders()
-        self.differences = differences
-        if policy.judged and self._deciders.judge is None:
-            raise ValueError("a judge-mode policy needs a judge (index.judge.model.load_judge)")
+        self._deciders = dataclasses.replace(deciders or Deciders(), differences=differences)
 
     @property
     def policy(self) -> MatchPolicy:
         return self.namespaces.policy
+
+    @property
+    def differences(self) -> RememberedDifferences | None:
+        return self._deciders.differences
 
     @property
     def deciders(self) -> Deciders:
@@ -120,10 +108,4 @@ class Matcher:
                histories: Mapping[int, EntryHistory] | None = None, policy: MatchPolicy | None = None) -> Decision:
         """Decide over `candidates` (most similar first) with `policy` (default: the namespace's)."""
         policy = policy or self.policy_for(namespace)
-        decision = decide(query, candidates, policy, self._deciders, query_context, histories)
-        if not decision.hit or decision.chosen is None or self.differences is None:
-            return decision
-        cached = candidates[decision.chosen].prompt
-        if same_content(query, cached) or self.differences.veto(namespace, query, cached) is None:
-            return decision
-        return dataclasses.replace(decision, reason=Reason.VETOED, vetoed_by=DIFFERENCE)
+        return decide(query, candidates, policy, self._deciders, query_context, histories, namespace)

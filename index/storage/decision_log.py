@@ -17,7 +17,7 @@ from sqlalchemy import Engine, and_, func, insert, select, update
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, SQLAlchemyError
 
 from index.errors import StoreUnavailable, store_errors
-from index.guards.stages import StageResult
+from index.guards.stages import StepResult
 from index.judge.features import EntryHistory
 from index.match.outcome import Reason
 from index.records import Verdict
@@ -31,7 +31,7 @@ class LabelSource(StrEnum):
     SHADOW = "shadow"
     AUDIT = "audit"
     HUMAN = "human"
-    # Judge mode: a would-be hit the judge was unsure of went upstream; its answer was compared.
+    # A would-be hit the learned score doubted went upstream (exploration); its answer was compared.
     EXPLORE = "explore"
 
 
@@ -47,7 +47,7 @@ class DecisionRecord:
     candidate_prompt: str | None
     similarity: float
     min_similarity: float
-    stages: tuple[StageResult, ...]
+    stages: tuple[StepResult, ...]
     verdict: str
     reason: Reason
     vetoed_by: str | None
@@ -76,11 +76,13 @@ class LabeledDecision:
     source: LabelSource
 
 
+# The miss reason the retired judge mode logged (its P below its bar); read back as a miss below the bar.
+RETIRED_BELOW_BAR = "judge_below_bar"
 _PRECEDENCE = [LabelSource.HUMAN, LabelSource.FEEDBACK, LabelSource.AUDIT, LabelSource.EXPLORE,
                LabelSource.SHADOW]
 
 
-def _stages_json(stages: Sequence[StageResult]) -> str:
+def _stages_json(stages: Sequence[StepResult]) -> str:
     return json.dumps([{"stage": s.stage, "passed": s.passed, "reason": s.reason, "score": s.score}
                        for s in stages])
 
@@ -95,14 +97,16 @@ def _outcome(column: str | None) -> tuple[Reason, str | None]:
     """(reason, vetoing stage) from the `vetoed_by` column."""
     if column is None:
         return Reason.HIT, None
-    if column in (Reason.BELOW_THRESHOLD, Reason.CONTEXT_BELOW_THRESHOLD, Reason.BELOW_BAR, Reason.EXPLORED):
+    if column == RETIRED_BELOW_BAR:
+        return Reason.BELOW_THRESHOLD, None
+    if column in {r.value for r in Reason if r not in (Reason.HIT, Reason.VETOED)}:
         return Reason(column), None
     return Reason.VETOED, column
 
 
 def _row_to_decision(m: object) -> DecisionRecord:
     row = m._mapping  # type: ignore[attr-defined]
-    stages = tuple(StageResult(**s) for s in json.loads(row["stages"]))
+    stages = tuple(StepResult(**s) for s in json.loads(row["stages"]))
     reason, vetoed_by = _outcome(row["vetoed_by"])
     return DecisionRecord(
         row["request_id"], row["namespace"], row["model"], row["prompt"], row["entry_id"], row["candidate_prompt"],

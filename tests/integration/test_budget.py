@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from service.label_judge import SYSTEM_PROMPT
+from service.label_model import SYSTEM_PROMPT
 from support.services import GatewayProcess
 from support.stub_upstream import StubUpstream, intent_answer
 from support.waiting import wait_for
@@ -28,10 +28,9 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Gatew
     """A stub of its own: every hit here is audited, and audits must not land on the shared stub's counts."""
     data_dir = tmp_path_factory.mktemp("budget")
     with StubUpstream(answers={prompt: "cancel" for prompt in CANCEL}) as stub:
-        # The judge is the default decision (base_env pins the cosine rule for the other suites); every hit is
-        # audited so that the test knows which ones are.
-        # The stub's label model never errs, and is configured so.
-        env = base_env(stub, data_dir) | {"DEJA_DECISION": "judge", "DEJA_LABEL_MODEL": "judge-llm",
+        # The default decision, stated so the test says it; every hit is audited so that the test knows which
+        # ones are. The stub's label model never errs, and is configured so.
+        env = base_env(stub, data_dir) | {"DEJA_DECISION": "guarded", "DEJA_LABEL_MODEL": "label-llm",
                                           "DEJA_AUDIT_RATE": "1.0", "DEJA_LABEL_MODEL_ERROR_RATE": "0"}
         gw = GatewayProcess(env, data_dir / "gateway.log").start()
         yield gw, stub
@@ -63,7 +62,7 @@ def test_audits_are_labelled_by_the_label_model_and_agreeing_wrong_ones_raise_th
     prior_bar = right["bar"]
     assert 0.0 < prior_bar < 1.0
 
-    [label_call] = [c for c in stub.state.chat_calls() if json.loads(c["body"])["model"] == "judge-llm"]
+    [label_call] = [c for c in stub.state.chat_calls() if json.loads(c["body"])["model"] == "label-llm"]
     body = json.loads(label_call["body"])
     assert body["messages"][0] == {"role": "system", "content": SYSTEM_PROMPT}
     assert json.loads(body["messages"][-1]["content"]) == {

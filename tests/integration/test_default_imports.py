@@ -1,4 +1,4 @@
-"""Start-up at the default settings (ONNX int8 MiniLM, judge decision) does not import torch: a fresh interpreter
+"""Start-up at the default settings (ONNX int8 MiniLM, the guarded decision) does not import torch: a fresh interpreter
 creates the app, runs its lifespan until the index is ready, and lists the heavy modules it loaded."""
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Learning against an upstream whose answers vary, through a real gateway (uvicorn, MiniLM, the shipped judge, no
 label model): every hit is audited, each audit re-asks twice and compares the cached answer against how much the
-fresh answers differ, so a closing sentence that changes every call is not taken for a wrong answer, and do/can
-rewordings keep being served after many audits."""
+fresh answers differ, so a closing sentence that changes every call is not taken for a wrong answer, and rewordings
+keep being served after many audits. The rewordings ("How do I X?" / "How should I X?") are not plain rewordings:
+they are served on their cosine, so a difference wrongly learned from their wording would veto the last one."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ AUDITED = TASKS[:-1]
 
 
 def wordings(task: str) -> tuple[str, str]:
-    return f"How do I {task}?", f"How can I {task}?"
+    return f"How do I {task}?", f"How should I {task}?"
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +35,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Gatew
     data_dir = tmp_path_factory.mktemp("learning")
     answers = {prompt: task for task in TASKS for prompt in wordings(task)}
     with StubUpstream(answers=answers, vary=True) as stub:
-        env = base_env(stub, data_dir) | {"DEJA_DECISION": "judge", "DEJA_AUDIT_RATE": "1.0"}
+        env = base_env(stub, data_dir) | {"DEJA_DECISION": "guarded", "DEJA_AUDIT_RATE": "1.0"}  # the default
         gw = GatewayProcess(env, data_dir / "gateway.log").start()
         yield gw, stub
         gw.stop()
@@ -67,7 +68,9 @@ def test_audits_against_a_varying_upstream_do_not_turn_off_rewordings(
     for n, task in enumerate(AUDITED, start=1):
         asked, reworded = wordings(task)
         assert chat(gw.url, key, asked).headers["x-deja-cache"] == "miss"
-        assert chat(gw.url, key, reworded).headers["x-deja-cache"] == "hit-semantic"
+        served = chat(gw.url, key, reworded)
+        assert served.headers["x-deja-cache"] == "hit-semantic"
+        assert "x-deja-probability" in served.headers  # served on its cosine, the learned veto read: not on its form
         wait_for(lambda n=n: audited(gw.url, n))  # one at a time: each audit sees the differences so far
     row = audited(gw.url, len(AUDITED))
     assert row is not None and (row["served"], row["audited"], row["wrong"]) == (len(AUDITED), len(AUDITED), 0)
@@ -80,4 +83,5 @@ def test_audits_against_a_varying_upstream_do_not_turn_off_rewordings(
     assert [d for d in evidence["differences"] if d["vetoes"]] == []  # ... and nothing was learned from wording
     asked, reworded = wordings(TASKS[-1])
     chat(gw.url, key, asked)
-    assert chat(gw.url, key, reworded).headers["x-deja-cache"] == "hit-semantic"
+    last = chat(gw.url, key, reworded)
+    assert (last.headers["x-deja-cache"], last.headers.get("x-deja-veto")) == ("hit-semantic", None)

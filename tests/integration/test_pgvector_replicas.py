@@ -30,7 +30,7 @@ def database(pgvector_server: PgVectorServer) -> Iterator[PgVectorDatabase]:
 def replica(stub: StubUpstream, database: PgVectorDatabase, folder: Path) -> GatewayProcess:
     folder.mkdir()
     env = base_env(stub, folder) | {
-        "DEJA_DECISION": "judge",  # the default, stated so the test says it
+        "DEJA_DECISION": "guarded",  # the default, stated so the test says it
         "DEJA_VECTOR_INDEX": "pgvector",
         "DEJA_DATABASE_URL": database.url,
         "DEJA_NAMESPACE_SECRET": "shared-by-the-replicas",  # namespaces (and so scopes) agree across replicas

@@ -1,8 +1,10 @@
-"""The front page and the manual: the README stays a front page with both set-up commands, the settings reference
-generated for the manual names every `Settings` field, and no document speaks of issue numbers."""
+"""The front page and the manual: the README stays a front page with both set-up commands, every `DEJA_` name and
+every `index/`, `service/`, `eval/` module the documents name exists, the generated pages carry what they are
+generated from, and no document speaks of issue numbers."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import re
 from pathlib import Path
@@ -19,10 +21,15 @@ SETUP_COMMANDS = (
     "bash scripts/test.sh",
 )
 ISSUE_NUMBER = re.compile(r"\bissues?\s*#?\d+", re.IGNORECASE)
+DEJA_NAME = re.compile(r"DEJA_[A-Z0-9_]*[A-Z0-9]")
+MODULE_PATH = re.compile(r"(?<![\w/.-])((?:index|service|eval)/[\w/.-]*\w)")
+MODULE_NAME = re.compile(r"(?<![\w/.-])((?:index|service|eval)\.[a-z_]\w*(?:\.\w+)*)")
+# Variables the test harness reads (not the gateway): named in the manual for whoever runs the suites.
+HARNESS_NAMES = {"DEJA_TEST_PGVECTOR_URL", "DEJA_SHARED_DATASETS"}
 
 
-def _settings_hook() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("settings_ref", ROOT / "docs" / "hooks" / "settings_ref.py")
+def _hook(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "docs" / "hooks" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -33,17 +40,66 @@ def _documents() -> list[Path]:
     return [README, *sorted((ROOT / "docs").rglob("*.md"))]
 
 
-def test_every_settings_field_is_in_the_generated_reference() -> None:
-    reference = _settings_hook().render()
-    missing = [name for name in Settings.model_fields if f"`DEJA_{name.upper()}`" not in reference]
+def _module_exists(name: str) -> bool:
+    """`index.match.steps` or `index.match.steps.STEPS`: a module file, or an attribute of the longest module."""
+    parts = name.split(".")
+    for end in range(len(parts), 1, -1):
+        base = ROOT.joinpath(*parts[:end])
+        if base.with_suffix(".py").is_file() or (base / "__init__.py").is_file():
+            return end == len(parts) or hasattr(importlib.import_module(".".join(parts[:end])), parts[end])
+    return False
+
+
+@pytest.mark.parametrize("document", _documents(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_setting_the_document_names_exists(document: Path) -> None:
+    if document.name == "changelog.md":
+        pytest.skip("the changelog records retired names")
+    known = {f"DEJA_{name.upper()}" for name in Settings.model_fields} | HARNESS_NAMES
+    assert sorted(set(DEJA_NAME.findall(document.read_text(encoding="utf-8"))) - known) == []
+
+
+def test_the_harness_names_are_read_by_the_harness() -> None:
+    sources = "\n".join(p.read_text(encoding="utf-8") for folder in ("support", "tests/integration")
+                        for p in (ROOT / folder).rglob("*.py"))
+    assert [name for name in sorted(HARNESS_NAMES) if name not in sources] == []
+
+
+@pytest.mark.parametrize("document", _documents(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_module_the_document_names_exists(document: Path) -> None:
+    text = document.read_text(encoding="utf-8")
+    missing = [path for path in sorted(set(MODULE_PATH.findall(text))) if not (ROOT / path).exists()]
+    missing += [name for name in sorted(set(MODULE_NAME.findall(text))) if not _module_exists(name)]
     assert missing == []
+
+
+def test_the_path_check_would_catch_a_module_that_left() -> None:
+    assert MODULE_PATH.findall("see `index/match/judged.py`.") == ["index/match/judged.py"]
+    assert not (ROOT / "index/match/judged.py").exists()
+    assert not _module_exists("index.match.judged") and _module_exists("index.match.steps.STEPS")
+
+
+def test_every_setting_says_what_it_steers() -> None:
+    vague = [name for name, field in Settings.model_fields.items()
+             if not field.description or field.description.startswith("Judge mode")]
+    assert vague == []
 
 
 def test_the_settings_page_carries_the_generated_reference() -> None:
     page = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
-    hook = _settings_hook()
+    hook = _hook("settings_ref")
     assert hook.MARKER in page
     assert "DEJA_VETO_BELOW" in hook.on_page_markdown(page)
+
+
+def test_the_decision_page_carries_the_steps_the_decision_runs() -> None:
+    from index.match.steps import STEPS
+
+    page = (ROOT / "docs" / "decision.md").read_text(encoding="utf-8")
+    hook = _hook("decision_steps")
+    assert hook.MARKER in page
+    rendered = hook.on_page_markdown(page)
+    rows = [line for line in rendered.splitlines() if re.match(r"\| \d+ \| `", line)]
+    assert [row.split("`")[1] for row in rows] == [step.name for step in STEPS]
 
 
 def test_readme_is_a_front_page_with_both_setup_commands() -> None:

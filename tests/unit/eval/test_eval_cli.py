@@ -120,25 +120,18 @@ def test_replay_json_reports_vetoes_per_stage() -> None:
     assert row["requests"] == 6
 
 
-def test_replay_with_the_judge_prints_a_row_per_budget() -> None:
+def test_replay_of_the_default_decision_prints_a_row_per_threshold() -> None:
     code, out, err = _run("replay", "--stream", str(FIXTURES / "stream.jsonl"), "--embedder", "hash",
-                          "--decision", "judge", "--budgets", "0.05,0.02", "--json")
+                          "--decision", "guarded", "--threshold", "0.5,0.9", "--json")
     assert code == 0, err
     rows = json.loads(out)["rows"]
-    assert [row["budget"] for row in rows] == [0.02, 0.05]
-    assert all(row["threshold"] == 0.5 and row["requests"] == 6 for row in rows)  # the judge's candidate floor
+    assert [row["threshold"] for row in rows] == [0.5, 0.9] and all(row["requests"] == 6 for row in rows)
 
 
-def test_sweep_with_the_judge_prints_a_row_per_budget() -> None:
-    code, out, err = _run("sweep", "--dataset", PAIRS, "--embedder", "hash", "--decision", "judge",
-                          "--budgets", "0.02,0.1")
-    assert code == 0, err
-    assert "budget" in out and "ROC-AUC of the judge's P(same)" in out
-    assert [line.split()[0] for line in out.splitlines() if line.strip().startswith("0.")][:2] == ["0.02", "0.10"]
-
-
-def test_judge_sweep_refuses_a_budget_outside_zero_one() -> None:
-    code, _, _ = _run("sweep", "--dataset", PAIRS, "--embedder", "hash", "--decision", "judge", "--budgets", "2")
+@pytest.mark.parametrize("command", ["sweep", "replay"])
+def test_the_retired_judge_mode_is_a_usage_error(command: str) -> None:
+    source = ("--dataset", PAIRS) if command == "sweep" else ("--stream", str(FIXTURES / "stream.jsonl"))
+    code, _, _ = _run(command, *source, "--embedder", "hash", "--decision", "judge")
     assert code == 2
 
 
@@ -221,9 +214,3 @@ def test_a_sweep_writes_its_report_files_by_default(tmp_path: Path, monkeypatch:
     assert code == 0, err
     assert {p.name for p in (tmp_path / "reports" / "sweep-pairs").iterdir()} >= {"sweep.json", "sweep.png",
                                                                                    "sweep.html"}
-
-
-def test_applying_cosine_thresholds_is_refused_in_judge_mode(tmp_path: Path) -> None:
-    code, _, err = _run("sweep", "--traffic", "--apply", "--max-false-hit-rate", "0.05", "--data-dir", str(tmp_path),
-                        "--decision", "judge")
-    assert code == 2 and "eval fit --traffic" in err

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from index.guards.registry import build_stages
-from index.guards.stages import MemoStage, StageResult, parse_stage_names
+from index.guards.stages import MemoStage, StepResult, parse_stage_names
 from index.match.policy import DecisionMode
 from index.settings import Settings
 
@@ -15,9 +15,9 @@ class Named:
         self.name = name
         self.calls = 0
 
-    def check(self, query: str, cached: str) -> StageResult:
+    def check(self, query: str, cached: str) -> StepResult:
         self.calls += 1
-        return StageResult(self.name, query == cached)
+        return StepResult(self.name, query == cached)
 
 
 def test_the_default_stages_are_every_rule_stage_in_gateway_order() -> None:

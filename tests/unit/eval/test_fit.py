@@ -13,7 +13,7 @@ from eval.fit import FitError, Validation, _compare, fit_traffic
 from eval.refit import refit_judge
 from index.judge.features import JudgeInput
 from index.judge.model import Judge
-from index.match.threshold import Reason
+from index.match.outcome import Reason
 from index.storage.decision_log import DecisionLog, DecisionRecord, Label, LabeledDecision, LabelSource
 from index.storage.entries import make_engine
 from index.storage.judge_models import JudgeStore

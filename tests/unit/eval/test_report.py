@@ -10,14 +10,14 @@ from eval.datasets import Conversation, LabeledPair
 from eval.report import html_page, plot_png, to_json, write_outputs
 from eval.sweep import ScoredPair, SweepConfig, SweepReport, build_report
 from eval.tables import choice_line, stage_table, sweep_table
-from index.guards.stages import StageResult
+from index.guards.stages import StepResult
 
 
 class NotVeto:
     name = "polarity"
 
-    def check(self, query: str, cached: str) -> StageResult:
-        return StageResult(self.name, ("not" in query.split()) == ("not" in cached.split()))
+    def check(self, query: str, cached: str) -> StepResult:
+        return StepResult(self.name, ("not" in query.split()) == ("not" in cached.split()))
 
 
 def _report(target: float | None = 0.7) -> SweepReport:

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from eval.cli import app
 from eval.sweep import SweepConfig
 from eval.traffic import ALL_NAMESPACES, SAME_ANSWER_KIND, decision_log, scored_decisions, traffic_report
-from index.match.threshold import Reason
+from index.match.outcome import Reason
 from index.storage.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
 from index.storage.entries import make_engine
 from index.storage.schema import metadata

@@ -10,9 +10,9 @@ import pytest
 from index.cache import Cache, CacheConfig
 from index.embedding.embedder import HashEmbedder
 from index.errors import StoreUnavailable
-from index.guards.stages import StageResult
+from index.guards.stages import StepResult
 from index.match.decide import Deciders
-from index.match.policy import MatchPolicy
+from index.match.policy import LEARNED_VETO_BELOW, MatchPolicy
 from index.records import Verdict
 from index.request.keys import build_key
 from index.search.hnsw import SemanticIndex
@@ -33,8 +33,8 @@ class CountingEmbedder(HashEmbedder):
 class VetoWord:
     name = "veto-word"
 
-    def check(self, query: str, cached: str) -> StageResult:
-        return StageResult(self.name, ("not" in query.split()) == ("not" in cached.split()), "not")
+    def check(self, query: str, cached: str) -> StepResult:
+        return StepResult(self.name, ("not" in query.split()) == ("not" in cached.split()), "not")
 
 
 def make_cache(tmp_path: Path, clock: Any = None, ttl: float | None = None) -> tuple[Cache, CountingEmbedder]:
@@ -146,53 +146,45 @@ def test_a_failed_sql_call_is_store_unavailable_naming_what_failed(tmp_path: Pat
         store.count()
 
 
-def _judge_cache(tmp_path: Path, budget: float) -> Cache:
-    """Judge mode with the shipped prior and the hash embedder: the pipeline, not the model, is under test."""
-    from index.judge.model import load_judge
-    from index.match.policy import DecisionMode
+def _guarded_cache(tmp_path: Path, p: float) -> Cache:
+    """The default decision with a judge whose every P is `p` and the hash embedder: the pipeline, not the model,
+    is under test (a threshold of 0 lets every candidate reach the learned veto)."""
+    from support.judges import FixedJudge
 
     store = EntryStore(make_engine(f"sqlite:///{tmp_path / 'db.sqlite'}"))
     store.create_schema()
     embedder = HashEmbedder()
-    policy = MatchPolicy(0.5, decision=DecisionMode.JUDGE, max_false_hit_rate=budget)
-    return Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder, CacheConfig(policy),
-                 Deciders(judge=load_judge()))
+    return Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder,
+                 CacheConfig(MatchPolicy(0.0, veto_below=LEARNED_VETO_BELOW)),
+                 Deciders(judge=FixedJudge(p, version="judge-test")))
 
 
-def test_judge_mode_records_the_judges_version_probability_and_bar(tmp_path: Path) -> None:
+CACHED, ASKED = "How do I enable gzip compression in nginx?", "enabling gzip in the nginx config"
+
+
+def test_the_learned_veto_records_its_version_probability_and_bar(tmp_path: Path) -> None:
     from index.match.outcome import Reason
 
-    cache = _judge_cache(tmp_path, 0.05)
-    cache.store_answer(build_key("ns", body("how do I enable gzip in nginx")), answer("cached"))
-    lookup = cache.lookup(build_key("ns", body("how do I not enable gzip in nginx")))
-    assert lookup.decision is not None and lookup.candidate_prompt == "how do I enable gzip in nginx"
+    cache = _guarded_cache(tmp_path, 0.2)
+    cache.store_answer(build_key("ns", body(CACHED)), answer("cached"))
+    lookup = cache.lookup(build_key("ns", body(ASKED)))
+    assert lookup.decision is not None and lookup.candidate_prompt == CACHED
     decision = lookup.decision
-    assert decision.probability is not None and 0.0 <= decision.probability <= 1.0
-    assert decision.bar is not None and decision.probability < decision.bar
+    assert (decision.probability, decision.bar, decision.version) == (0.2, 0.6, "judge-test")
     (result,) = decision.logged_stages()
-    assert result.stage == "judge" and result.score == decision.probability
-    assert cache.deciders.judge is not None and result.reason.startswith(cache.deciders.judge.version)
-    assert lookup.verdict is Verdict.MISS and lookup.decision.reason is Reason.BELOW_BAR
-    assert lookup.decision.vetoed_by is None  # a judge miss is not a stage veto
+    assert result.stage == "learned" and result.score == 0.2 and not result.passed
+    assert lookup.verdict is Verdict.MISS and decision.reason is Reason.VETOED and decision.vetoed_by == "learned"
 
 
-def test_judge_mode_serves_a_candidate_whose_probability_clears_the_bar(tmp_path: Path) -> None:
-    cache = _judge_cache(tmp_path, 0.5)  # a loose budget: a near-identical prompt clears it
-    cache.store_answer(build_key("ns", body("How do I enable gzip compression in nginx?")), answer("cached"))
-    lookup = cache.lookup(build_key("ns", body("how do I enable gzip compression in nginx")))
+def test_a_candidate_the_learned_score_does_not_doubt_is_served_with_its_probability(tmp_path: Path) -> None:
+    cache = _guarded_cache(tmp_path, 0.9)
+    cache.store_answer(build_key("ns", body(CACHED)), answer("cached"))
+    lookup = cache.lookup(build_key("ns", body(ASKED)))
     assert lookup.verdict is Verdict.SEMANTIC_HIT and lookup.response is not None
-    assert lookup.decision is not None and lookup.decision.hit
-    assert lookup.decision.probability is not None and lookup.decision.bar is not None
-    assert lookup.decision.probability >= lookup.decision.bar
-
-
-def test_judge_mode_needs_a_judge(tmp_path: Path) -> None:
-    from index.match.policy import DecisionMode
-
-    store = EntryStore(make_engine(f"sqlite:///{tmp_path / 'db.sqlite'}"))
-    with pytest.raises(ValueError, match="judge"):
-        Cache(LruExactCache(), store, SemanticIndex(8), HashEmbedder(dim=8),
-              CacheConfig(MatchPolicy(0.5, decision=DecisionMode.JUDGE)))
+    assert lookup.decision is not None and lookup.decision.basis == "cosine"
+    (result,) = lookup.decision.logged_stages()
+    assert (result.stage, result.passed, result.score) == ("learned", True, 0.9)
+    assert result.reason.startswith("judge-test p=0.900 bar=0.600")
 
 
 class CountingStore(EntryStore):

@@ -14,7 +14,7 @@ from alembic.runtime.migration import MigrationContext
 
 from index.cache import Cache
 from index.forgetting import DAY_SECONDS, Forgetting, Retention, text_hash
-from index.guards.stages import StageResult
+from index.guards.stages import StepResult
 from index.maintenance import Maintainer
 from index.match.outcome import Reason
 from index.request.keys import build_key
@@ -46,7 +46,7 @@ class Setup:
 
     def decide(self, request_id: str, prompt: str, entry_id: int | None, candidate: str | None,
                namespace: str = "ns", model: str = "m", labelled: bool = False) -> None:
-        stages = (StageResult("values", False, f"value differs: {prompt}", 0.2),)
+        stages = (StepResult("values", False, f"value differs: {prompt}", 0.2),)
         self.log.record([DecisionRecord(request_id, namespace, model, prompt, entry_id, candidate, 0.93, 0.9,
                                         stages, "miss", Reason.VETOED, "values", self.clock())])
         if labelled:

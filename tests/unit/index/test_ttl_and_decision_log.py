@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from index.match.threshold import Reason
+from index.match.outcome import Reason
 from index.records import CachedResponse
 from index.request.keys import build_key
 from index.storage.decision_log import DecisionLog, DecisionRecord

@@ -1,4 +1,4 @@
-"""The live budget through the in-process gateway: `GET /deja/budget` and its gauges, the LLM label judge
+"""The live budget through the in-process gateway: `GET /deja/budget` and its gauges, the label model
 (`DEJA_LABEL_MODEL`) speaking to the upstream, the bar that rises on wrong audits and the remembered difference
 that keeps a later near-twin from being served."""
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from index.match.policy import LEARNED_VETO_BELOW
 from index.storage.decision_log import LabelSource
 from service.runtime import Parts
 from support.inprocess import ADMIN_TOKEN, InProcessGateway, inprocess_gateway
@@ -36,8 +37,8 @@ async def test_budget_needs_the_admin_token(tmp_path: Path) -> None:
 
 @pytest.mark.asyncio
 async def test_budget_reports_served_audited_and_wrong_hits_with_their_bound(tmp_path: Path) -> None:
-    # Threshold mode: its hits, and the threshold the evidence raises, follow from the lexical embedder's cosines.
-    async with inprocess_gateway(tmp_path, decision="threshold") as gw:
+    # The default decision: these rewordings are served on their content, whatever the lexical embedder's cosine.
+    async with inprocess_gateway(tmp_path) as gw:
         assert (await gw.client.get("/deja/budget", headers=ADMIN)).json() == {"budget": 0.02, "namespaces": [],
                                                                                "thresholds": []}
         await gw.chat("how do i reset my password")
@@ -63,8 +64,8 @@ async def test_budget_reports_served_audited_and_wrong_hits_with_their_bound(tmp
         assert await gw.metric(f"deja_budget_served{{{labels}}}") == 3
         assert await gw.metric(f"deja_budget_wrong{{{labels}}}") == 1
         assert await gw.metric(f"deja_budget_upper{{{labels}}}") == pytest.approx(row["upper"])
-        # One wrong label is an anecdote: the namespace's cosine threshold stays at 0.90.
-        assert row["bar"] == pytest.approx(0.90)
+        # One wrong label is an anecdote: the namespace's cosine threshold stays at 0.92, the default decision's.
+        assert row["bar"] == pytest.approx(0.92)
         assert await gw.metric("deja_budget_max_false_hit_rate") == 0.02
         # The wrong feedback is one label of its difference (the inserted "please"): not enough to veto.
         evidence = (await gw.client.get("/deja/budget/evidence", headers=ADMIN)).json()
@@ -75,7 +76,10 @@ async def test_budget_reports_served_audited_and_wrong_hits_with_their_bound(tmp
 @pytest.mark.asyncio
 async def test_a_label_model_labels_audits_and_agreeing_wrong_hits_raise_the_bar_and_veto_their_difference(
         tmp_path: Path) -> None:
-    async with inprocess_gateway(tmp_path, Parts(judge=FixedJudge(0.99)), decision="judge", audit_rate=1.0,
+    # The audit-only bar (what moves the threshold when DEJA_LEARN_THRESHOLD is off) and the remembered
+    # differences; the learned threshold has tests of its own (tests/unit/service/test_thresholds.py).
+    async with inprocess_gateway(tmp_path, Parts(judge=FixedJudge(0.99)), min_similarity=0.5, audit_rate=1.0,
+                                 veto_below=LEARNED_VETO_BELOW, learn_threshold=False,
                                  label_model="gpt-4o-mini", label_model_error_rate=0.0) as gw:
         for n, words in enumerate(("archive old slack", "rename my discord", "mute every teams"), start=1):
             assert (await gw.chat(f"{words} channel")).headers["x-deja-cache"] == "miss"
@@ -92,7 +96,8 @@ async def test_a_label_model_labels_audits_and_agreeing_wrong_hits_raise_the_bar
             3 * 15 / 1000 * 0.000375)
 
         [row] = (await gw.client.get("/deja/budget", headers=ADMIN)).json()["namespaces"]
-        assert (row["served"], row["audited"], row["wrong"], row["bar"]) == (3, 3, 3, pytest.approx(0.95))
+        # Three wrong of three: the namespace's cosine threshold moves one step up, from 0.5 half way to 1.
+        assert (row["served"], row["audited"], row["wrong"], row["bar"]) == (3, 3, 3, pytest.approx(0.75))
         gw.runtime.audit_sampler.rate = 0.0  # no more audits
         await gw.chat("delete this zoom channel")
         vetoed = await gw.chat("delete this zoom thread")
@@ -105,8 +110,9 @@ async def test_a_label_model_labels_audits_and_agreeing_wrong_hits_raise_the_bar
 
 @pytest.mark.asyncio
 async def test_a_label_reply_that_is_not_a_verdict_gives_no_label(tmp_path: Path) -> None:
-    async with inprocess_gateway(tmp_path, Parts(judge=FixedJudge(0.99)), decision="judge", audit_rate=1.0,
-                                 label_model="judge-llm") as gw:
+    async with inprocess_gateway(tmp_path, Parts(judge=FixedJudge(0.99)), min_similarity=0.5, audit_rate=1.0,
+                                 veto_below=LEARNED_VETO_BELOW,
+                                 label_model="label-llm") as gw:
         gw.upstream.labels.reply = "I think they are the same."
         await gw.chat("archive old slack channel")
         # A served hit, audited (rate 1.0): the label model is asked about it and answers no verdict.
@@ -120,12 +126,11 @@ async def test_a_label_reply_that_is_not_a_verdict_gives_no_label(tmp_path: Path
 @pytest.mark.asyncio
 async def test_over_the_hourly_ceiling_a_shadow_is_compared_by_answers_and_unknown_variation_teaches_nothing(
         tmp_path: Path) -> None:
-    # Threshold mode: the near-miss below its cosine threshold is what gets shadow-labelled.
-    async with inprocess_gateway(tmp_path, label_model="judge-llm", audit_calls_per_hour=0,
-                                 decision="threshold") as gw:
+    # The default decision: the near-miss below its cosine threshold is what gets shadow-labelled.
+    async with inprocess_gateway(tmp_path, label_model="label-llm", audit_calls_per_hour=0) as gw:
         await gw.chat("how do i reset my password")
         near = await gw.chat("how do i reset my password please now")
-        assert near.headers["x-deja-veto"] == "below_threshold"
+        assert near.headers["x-deja-reason"] == "below_threshold"
         # The two answers differ, but how much this upstream's answers vary is not known yet: no label.
         assert await asyncio.to_thread(wait_for, lambda: _no_label_count(gw) == 1)
         assert _labels(gw, LabelSource.SHADOW) == []

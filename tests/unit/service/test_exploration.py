@@ -1,4 +1,5 @@
-"""Exploration in the gateway: which judge hits go upstream instead, and how the lookup then reads."""
+"""Exploration in the gateway's default decision: which hits the learned score doubts go upstream instead, and how
+the lookup then reads."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from index.judge.model import Judge
 from index.match.decide import Deciders, decide
 from index.match.explore import Exploration
 from index.match.outcome import Candidate, Decision, Reason
-from index.match.policy import DecisionMode, MatchPolicy
+from index.match.policy import LEARNED_VETO_BELOW, MatchPolicy
 from index.storage.decision_log import LabelSource
 from index.storage.judge_models import JudgeStore
 from service.runtime import Parts
@@ -21,25 +22,28 @@ from support.inprocess import InProcessGateway, inprocess_gateway
 from support.judges import FixedJudge
 from support.waiting import wait_for
 
-JUDGED = MatchPolicy(0.5, decision=DecisionMode.JUDGE)
+# The default decision with its learned veto turned on (off by default): exploration reads the veto's P, and its
+# bar is 0.6, doubted below 0.8.
+GUARDED = MatchPolicy(0.5, veto_below=LEARNED_VETO_BELOW)
+ASKED, CACHED = "how do i freeze my card", "how do i lock my card"
 
 
-def _decide(p: float, rate: float, draw: float) -> Decision:
+def _decide(p: float, rate: float, draw: float, cached: str = CACHED) -> Decision:
     deciders = Deciders(judge=FixedJudge(p), exploration=Exploration(rate=rate), draw=lambda: draw)
-    return decide("how do i freeze my card", [Candidate(7, "freeze my card", 0.8)], JUDGED, deciders)
+    return decide(ASKED, [Candidate(7, cached, 0.8)], GUARDED, deciders)
 
 
-@pytest.mark.parametrize(("draw", "goes_upstream"), [(0.3, True), (0.5, False)], ids=["drawn", "not-drawn"])
-def test_an_uncertain_judge_hit_is_explored_at_its_share(draw: float, goes_upstream: bool) -> None:
-    # p = 0.92 over a bar of 0.90 at budget 0.02 and rate 0.1: explored with probability 0.1 * 0.08 / 0.02 = 0.4.
-    decision = _decide(0.92, 0.1, draw)
+@pytest.mark.parametrize(("draw", "goes_upstream"), [(0.05, True), (0.5, False)], ids=["drawn", "not-drawn"])
+def test_a_doubted_hit_of_the_default_decision_is_explored_at_its_share(draw: float, goes_upstream: bool) -> None:
+    decision = _decide(0.7, 0.1, draw)  # P 0.7: above the veto's bar (0.6), in the doubted lower half
     assert decision.reason is (Reason.EXPLORED if goes_upstream else Reason.HIT)
-    assert decision.chosen == 0 and decision.probability == 0.92 and decision.bar == 0.90
+    assert decision.chosen == 0 and decision.probability == 0.7 and decision.bar == 0.6
 
 
-def test_sure_hits_and_misses_are_never_explored() -> None:
-    assert _decide(0.99, 1.0, 0.0).reason is Reason.HIT  # above the uncertain band
-    assert _decide(0.80, 1.0, 0.0).reason is Reason.BELOW_BAR
+def test_sure_hits_vetoes_and_plain_rewordings_are_never_explored() -> None:
+    assert _decide(0.9, 1.0, 0.0).reason is Reason.HIT  # the learned score is sure
+    assert _decide(0.5, 1.0, 0.0).vetoed_by == "learned"  # below the bar: a veto, not an exploration
+    assert _decide(0.7, 1.0, 0.0, cached="How do I freeze my card?").basis == "same content"
 
 
 def _explore_labels(gw: InProcessGateway) -> list[bool]:
@@ -48,15 +52,16 @@ def _explore_labels(gw: InProcessGateway) -> list[bool]:
 
 
 def _judging(p: float, draw: float = 0.0) -> Parts:
-    """Every candidate scores `p` (P(same)) against a bar of 0.90; exploration draws `draw`."""
+    """Every candidate scores `p` (P(same)) against the veto's bar of 0.6; exploration draws `draw`."""
     return Parts(judge=FixedJudge(p), draw=lambda: draw)
 
 
 @pytest.mark.asyncio
 async def test_an_explored_hit_goes_upstream_and_is_labelled_in_the_background(tmp_path: Path) -> None:
-    async with inprocess_gateway(tmp_path, _judging(0.93), decision="judge", explore_rate=1.0) as gw:
+    async with inprocess_gateway(tmp_path, _judging(0.7), min_similarity=0.5, veto_below=LEARNED_VETO_BELOW,
+                                 explore_rate=1.0) as gw:
         await gw.chat("how do i freeze my card")
-        explored_response = await gw.chat("how do i freeze my card please")
+        explored_response = await gw.chat("how do i freeze my debit card")
         assert (explored_response.headers["x-deja-cache"], explored_response.headers["x-deja-reason"]) == (
             "miss", "explored")
         assert gw.upstream.chat_calls == 2
@@ -69,23 +74,25 @@ async def test_an_explored_hit_goes_upstream_and_is_labelled_in_the_background(t
         assert decision is not None
         for _ in range(5):
             gw.runtime.answer_baselines.add(decision.namespace, 0.99)
-        await gw.chat("how do i freeze my card thanks")
+        await gw.chat("how do i freeze my credit card")
         assert await asyncio.to_thread(wait_for, lambda: _explore_labels(gw)) == [False]
 
 
 @pytest.mark.asyncio
 async def test_a_sure_hit_is_served(tmp_path: Path) -> None:
-    async with inprocess_gateway(tmp_path, _judging(0.99), decision="judge", explore_rate=1.0) as gw:
+    async with inprocess_gateway(tmp_path, _judging(0.99), min_similarity=0.5, veto_below=LEARNED_VETO_BELOW,
+                                 explore_rate=1.0) as gw:
         await gw.chat("how do i freeze my card")
-        assert (await gw.chat("how do i freeze my card please")).headers["x-deja-cache"] == "hit-semantic"
+        assert (await gw.chat("how do i freeze my debit card")).headers["x-deja-cache"] == "hit-semantic"
 
 
 @pytest.mark.asyncio
 async def test_an_uncertain_hit_with_an_unlucky_draw_is_served(tmp_path: Path) -> None:
-    # p = 0.93 at rate 0.1 explores with probability 0.35; a draw of 0.5 serves it.
-    async with inprocess_gateway(tmp_path, _judging(0.93, draw=0.5), decision="judge", explore_rate=0.1) as gw:
+    # a doubted P at rate 0.1 explores one hit in ten; a draw of 0.5 serves it.
+    async with inprocess_gateway(tmp_path, _judging(0.7, draw=0.5), min_similarity=0.5, veto_below=LEARNED_VETO_BELOW,
+                                 explore_rate=0.1) as gw:
         await gw.chat("how do i freeze my card")
-        assert (await gw.chat("please how do i freeze my card")).headers["x-deja-cache"] == "hit-semantic"
+        assert (await gw.chat("how do i freeze my debit card")).headers["x-deja-cache"] == "hit-semantic"
 
 
 def _fitted(prior: Judge, seed: int) -> Judge:
@@ -96,7 +103,7 @@ def _fitted(prior: Judge, seed: int) -> Judge:
 
 @pytest.mark.asyncio
 async def test_an_applied_judge_is_put_in_force_live_and_recorded_with_each_decision(tmp_path: Path) -> None:
-    async with inprocess_gateway(tmp_path, decision="judge") as gw:
+    async with inprocess_gateway(tmp_path, min_similarity=0.5, veto_below=LEARNED_VETO_BELOW) as gw:
         rt = gw.runtime
         prior = rt.cache.deciders.judge
         assert prior is not None
@@ -107,10 +114,11 @@ async def test_an_applied_judge_is_put_in_force_live_and_recorded_with_each_deci
         await asyncio.to_thread(rt.tick, False)
         assert rt.cache.deciders.judge is not None and rt.cache.deciders.judge.version == fitted.version
         await gw.chat("how do i freeze my card")
-        response = await gw.chat("how do i freeze my card please")
+        response = await gw.chat("how do i freeze my debit card")
         rt.flush_decisions()
         logged = rt.decisions.get(response.headers["x-deja-request-id"])
-        assert logged is not None and fitted.version in logged.stages[0].reason
+        assert logged is not None and logged.stages[-1].stage == "learned"
+        assert fitted.version in logged.stages[-1].reason
         store.rollback()
         await asyncio.to_thread(rt.tick, False)
         assert rt.cache.deciders.judge.version == prior.version

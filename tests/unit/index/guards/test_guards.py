@@ -6,7 +6,7 @@ import pytest
 
 from index.guards.polarity import PolarityStage
 from index.guards.registry import build_stages
-from index.guards.stages import StageResult
+from index.guards.stages import StepResult
 from index.guards.values import ValueStage
 
 # (id, query, cached): a negation or a reversal separates them.
@@ -260,7 +260,7 @@ def test_results_are_deterministic_and_cache_independent() -> None:
 
 
 def test_results_name_their_stage(polarity: PolarityStage, values: ValueStage) -> None:
-    assert polarity.check("a", "b") == StageResult("polarity", passed=True, reason="same polarity")
+    assert polarity.check("a", "b") == StepResult("polarity", passed=True, reason="same polarity")
     assert values.check("a", "b").stage == "values"
     assert polarity.name == "polarity" and values.name == "values"
 

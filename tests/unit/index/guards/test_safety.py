@@ -1,16 +1,15 @@
 """Vetoes no decision mode overrides: an accent that changes a word (año/ano, schön/schon, pâte/pâté) and a text
-past the decision's cap are never served, in threshold mode (`by_threshold`) and in judge mode (`judge`)."""
+past the decision's cap are never served, in guarded mode (the default) and in threshold mode."""
 
 from __future__ import annotations
 
 import pytest
 
 from index.guards.safety import ACCENT_STAGE, LENGTH_STAGE, accent_swap, pair_veto
-from index.judge.model import load_judge
-from index.match.judged import JudgeSetup, judge
+from index.match.decide import Deciders, decide
 from index.match.outcome import Candidate, Reason
-from index.match.policy import MatchPolicy
-from index.match.threshold import by_threshold
+from index.match.policy import DecisionMode, MatchPolicy
+from support.judges import FixedJudge
 
 ACCENTS = [
     pytest.param("How many a\u00f1os does the warranty last?", "How many anos does the warranty last?", id="ano"),
@@ -19,20 +18,23 @@ ACCENTS = [
 ]
 
 
+MODES = [pytest.param(DecisionMode.GUARDED, id="guarded"), pytest.param(DecisionMode.THRESHOLD, id="threshold")]
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("query, cached", ACCENTS)
-def test_threshold_mode_never_serves_a_word_changed_by_its_accent(query: str, cached: str) -> None:
-    decision = by_threshold(query, Candidate(1, cached, 0.99), MatchPolicy(0.9))
+def test_no_mode_serves_a_word_changed_by_its_accent(query: str, cached: str, mode: DecisionMode) -> None:
+    decision = decide(query, [Candidate(1, cached, 0.99)], MatchPolicy(0.9, decision=mode),
+                      Deciders(judge=FixedJudge(0.99)))
     assert decision.reason is Reason.VETOED and decision.vetoed_by == ACCENT_STAGE
 
 
-@pytest.mark.parametrize("query, cached", ACCENTS)
-def test_judge_mode_never_serves_a_word_changed_by_its_accent(query: str, cached: str) -> None:
-    setup = JudgeSetup(load_judge(), candidates=2)
-    same = query.replace("?", " ?")  # a control the judge may serve: same words
-    judgement = judge(query, [Candidate(1, cached, 0.99), Candidate(2, same, 0.98)], setup)
-    assert judgement.probabilities[0] == 0.0 and judgement.vetoes[0].startswith(ACCENT_STAGE)
-    assert judgement.probabilities[1] > 0.0 and not judgement.vetoes[1]
-    assert judgement.chosen != 0
+def test_the_next_candidate_is_still_served_after_an_accent_veto() -> None:
+    query, cached = ACCENTS[0].values
+    same = str(query).replace("?", " ?")  # a control: the same words
+    decision = decide(str(query), [Candidate(1, str(cached), 0.99), Candidate(2, same, 0.98)], MatchPolicy(0.9),
+                      Deciders(judge=FixedJudge(0.99)))
+    assert decision.hit and decision.chosen == 1
 
 
 def test_unicode_spellings_of_one_word_are_not_an_accent_change() -> None:
@@ -45,10 +47,9 @@ def test_accent_change_in_the_context_of_a_conversation_vetoes() -> None:
     assert veto is not None and veto.stage == f"{ACCENT_STAGE}@context"
 
 
-def test_text_past_the_cap_is_never_served_in_either_mode() -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_text_past_the_cap_is_never_served_in_either_mode(mode: DecisionMode) -> None:
     long_query, long_cached = "why " * 60 + "?", "why " * 61 + "?"
-    decision = by_threshold(long_query, Candidate(1, long_cached, 0.99), MatchPolicy(0.9, max_decision_chars=200))
-    assert decision.vetoed_by == LENGTH_STAGE
-    setup = JudgeSetup(load_judge(), max_decision_chars=200)
-    judgement = judge(long_query, [Candidate(1, long_cached, 0.99)], setup)
-    assert not judgement.hit and "longer than 200" in judgement.vetoes[0]
+    policy = MatchPolicy(0.9, max_decision_chars=200, decision=mode)
+    decision = decide(long_query, [Candidate(1, long_cached, 0.99)], policy, Deciders(judge=FixedJudge(0.99)))
+    assert decision.vetoed_by == LENGTH_STAGE and "longer than 200" in decision.stages[-1].reason

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from index.guards.stages import StageResult
+from index.guards.stages import StepResult
 from index.match.conversation import CONTENT, OPTION_ORDER, VALUE, ContextRule, default_rule
 from index.match.decide import Deciders, decide
 from index.match.outcome import Candidate, Decision, Reason
-from index.match.policy import DecisionMode, MatchPolicy
+from index.match.policy import MatchPolicy
 from index.request.context import relevant_context, without_chatter
 
 ORDER = ("My order 1042 was due on Monday and it still isn't here.\n"
@@ -90,7 +90,7 @@ def test_an_early_exchange_holding_a_number_stays_in_the_relevant_context() -> N
     assert "1042" in relevant_context(earlier, "Can you chase it?")
 
 
-POLICY = MatchPolicy(0.5, stages=(), decision=DecisionMode.JUDGE)
+POLICY = MatchPolicy(0.5, stages=())  # the default decision: guarded
 
 
 def _decide(query_context: str, cached_context: str) -> Decision:
@@ -101,7 +101,7 @@ def _decide(query_context: str, cached_context: str) -> Decision:
 def test_decide_vetoes_a_conversation_whose_context_differs_in_a_value() -> None:
     decision = _decide(ORDER.replace("1042", "1024"), ORDER)
     assert decision.reason is Reason.VETOED and decision.vetoed_by == VALUE
-    assert decision.stages[-1] == StageResult(VALUE, False, "1024 vs 1042")
+    assert decision.stages[-1] == StepResult(VALUE, False, "1024 vs 1042")
 
 
 def test_decide_serves_a_conversation_whose_context_differs_in_form() -> None:

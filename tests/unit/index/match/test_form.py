@@ -9,7 +9,7 @@ import pytest
 from index.guards.form import same_content
 from index.match.decide import Deciders, decide
 from index.match.outcome import Candidate, Reason
-from index.match.policy import DecisionMode, MatchPolicy
+from index.match.policy import MatchPolicy
 from support.inprocess import inprocess_gateway
 from support.judges import FixedJudge
 
@@ -52,24 +52,25 @@ def test_a_change_of_content_order_or_value_is_not_the_same_content(a: str, b: s
     assert not same_content(a, b)
 
 
-JUDGED = MatchPolicy(0.5, decision=DecisionMode.JUDGE)
+GUARDED = MatchPolicy(0.98)  # the default decision, its threshold above every candidate here
 
 
-def test_a_plain_rewording_is_served_below_the_bar_and_says_why() -> None:
-    decision = decide("How can I reset my password?", [Candidate(1, "How do I reset my password?", 0.97)], JUDGED,
-                      Deciders(judge=FixedJudge(0.6)))
-    assert decision.hit and decision.basis == "same content" and "basis=same-content" in decision.note()
+def test_a_plain_rewording_is_served_below_the_threshold_and_says_why() -> None:
+    decision = decide("How can I reset my password?", [Candidate(1, "How do I reset my password?", 0.97)], GUARDED,
+                      Deciders(judge=FixedJudge(0.01)))
+    assert decision.hit and decision.basis == "same content" and decision.probability is None
 
 
-def test_a_contrast_below_the_bar_stays_a_miss() -> None:
+def test_a_contrast_below_the_threshold_stays_a_miss() -> None:
     decision = decide("How do I zip a folder on Mac?", [Candidate(1, "How do I zip a folder on Windows?", 0.95)],
-                      JUDGED, Deciders(judge=FixedJudge(0.6)))
-    assert decision.reason is Reason.BELOW_BAR and decision.basis is None
+                      GUARDED, Deciders(judge=FixedJudge(0.99)))
+    # Not served on its content: a miss below the threshold (a near miss, labelled as the threshold's evidence).
+    assert decision.reason is Reason.BELOW_THRESHOLD and decision.basis != "same content"
 
 
 @pytest.mark.asyncio
 async def test_at_the_defaults_a_cold_cache_serves_a_plain_rewording_and_not_a_contrast(tmp_path: Path) -> None:
-    async with inprocess_gateway(tmp_path, decision="judge") as gw:  # the default decision, the shipped judge
+    async with inprocess_gateway(tmp_path) as gw:  # the default decision, the shipped judge
         await gw.chat("How do I reset my password?")
         reworded = await gw.chat("How can I reset my password?")
         assert (reworded.headers["x-deja-cache"], reworded.headers["x-deja-reason"]) == ("hit-semantic", "hit")
@@ -86,11 +87,11 @@ async def test_at_the_defaults_a_cold_cache_serves_a_plain_rewording_and_not_a_c
      ("upload a file to s3", "download a file from s3")],
 )
 def test_a_candidate_that_asks_the_opposite_is_vetoed_however_sure_the_judge(cached: str, asked: str) -> None:
-    decision = decide(asked, [Candidate(1, cached, 0.93)], JUDGED, Deciders(judge=FixedJudge(0.99)))
+    decision = decide(asked, [Candidate(1, cached, 0.93)], MatchPolicy(0.9), Deciders(judge=FixedJudge(0.99)))
     assert decision.reason is Reason.VETOED and decision.vetoed_by == "contrast"
 
 
-def test_a_vetoed_candidate_leaves_the_others_to_the_judge() -> None:
+def test_a_vetoed_candidate_leaves_the_others_to_the_next_steps() -> None:
     candidates = [Candidate(1, "How do I install Docker?", 0.96), Candidate(2, "Docker uninstall steps?", 0.9)]
-    decision = decide("How do I uninstall Docker?", candidates, JUDGED, Deciders(judge=FixedJudge(0.99)))
+    decision = decide("How do I uninstall Docker?", candidates, MatchPolicy(0.9), Deciders(judge=FixedJudge(0.99)))
     assert decision.hit and decision.chosen == 1

@@ -59,7 +59,7 @@ def test_a_plain_rewording_is_served_below_the_threshold() -> None:
 def test_a_low_learned_score_vetoes_a_candidate_the_cosine_supports() -> None:
     decision = decide("What are the signs of dehydration?",
                       [Candidate(1, "What are the symptoms of dehydration?", 0.95)], POLICY, deciders(0.2))
-    assert decision.reason is Reason.VETOED and decision.vetoed_by == "judge"
+    assert decision.reason is Reason.VETOED and decision.vetoed_by == "learned"
 
 
 def test_the_gates_and_stages_veto_before_any_learned_score() -> None:
@@ -112,3 +112,19 @@ def test_the_veto_reads_each_candidate_as_a_lone_one_whatever_the_cache_holds() 
                                                                               judge=judge))
     assert [item.rank for item in judge.items] == [0, 0]
     assert all(math.isnan(item.margin) for item in judge.items)
+CONTEXT = "We are moving our monorepo this quarter and keep the full history."
+
+
+def test_a_conversation_meets_the_same_gates_as_a_single_turn_request() -> None:
+    cached = Candidate(1, "migrating from svn to git", 0.99, CONTEXT, 1.0)
+    conversation = decide("migrating from git to svn", [cached], POLICY, deciders(0.99), CONTEXT)
+    assert (conversation.reason, conversation.vetoed_by) == (Reason.VETOED, "order")
+    unpin = decide("How do I unpin it?", [Candidate(1, "How do I pin it?", 0.99, CONTEXT, 1.0)], POLICY,
+                   deciders(0.99), CONTEXT)
+    assert unpin.vetoed_by == "contrast"
+
+
+def test_a_conversation_with_the_same_context_is_served_on_its_cosine() -> None:
+    cached = Candidate(1, "What are the symptoms of dehydration?", 0.95, CONTEXT, 1.0)
+    decision = decide("What are the signs of dehydration?", [cached], POLICY, deciders(0.01), CONTEXT)
+    assert decision.hit and decision.basis == "cosine" and decision.probability is None  # no learned score read

@@ -1,4 +1,4 @@
-"""The Matcher: the namespace's policy, the decision, then a remembered difference as its last step; the judge
+"""The Matcher: the namespace's policy, then the decision's steps, a remembered difference among them; the judge
 in force is swapped whole."""
 
 from __future__ import annotations
@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from index.match.decide import Deciders
-from index.match.matcher import DIFFERENCE, Matcher
+from index.match.matcher import Matcher
 from index.match.outcome import Candidate, Reason
-from index.match.policy import LEARNED_VETO_BELOW, DecisionMode, MatchPolicy
+from index.match.policy import LEARNED_VETO_BELOW, MatchPolicy
+from index.match.steps import Difference
 from support.judges import FixedJudge
 
 POLICY = MatchPolicy(0.92)
@@ -27,11 +28,30 @@ class Remembered:
         return "remembered" if namespace == self.namespace else None
 
 
-def test_a_remembered_difference_vetoes_a_would_be_hit_as_the_last_step() -> None:
-    matcher = Matcher(POLICY, Deciders(judge=FixedJudge(0.9)), Remembered("ns-a"))
+def test_a_remembered_difference_vetoes_a_would_be_hit_of_its_namespace() -> None:
+    vetoing = MatchPolicy(0.92, veto_below=LEARNED_VETO_BELOW)  # the veto step's P is recorded with the veto
+    matcher = Matcher(vetoing, Deciders(judge=FixedJudge(0.9)), Remembered("ns-a"))
     vetoed = matcher.decide(ASKED, [Candidate(1, CACHED, 0.95)], "ns-a")
-    assert (vetoed.reason, vetoed.vetoed_by) == (Reason.VETOED, DIFFERENCE)
+    assert (vetoed.reason, vetoed.vetoed_by) == (Reason.VETOED, Difference.name)
+    assert vetoed.stages[-1].stage == Difference.name and vetoed.probability == 0.9
     assert matcher.decide(ASKED, [Candidate(1, CACHED, 0.95)], "ns-b").hit
+
+
+class RememberedPair:
+    """Remembers one pair of prompts as different."""
+
+    def __init__(self, prompt: str, candidate: str) -> None:
+        self.pair = (prompt, candidate)
+
+    def veto(self, namespace: str, prompt: str, candidate: str) -> object | None:
+        return "remembered" if (prompt, candidate) == self.pair else None
+
+
+def test_after_a_remembered_difference_the_next_candidate_is_decided() -> None:
+    other = "What are the common signs of dehydration?"
+    matcher = Matcher(POLICY, Deciders(judge=FixedJudge(0.9)), RememberedPair(ASKED, CACHED))
+    decision = matcher.decide(ASKED, [Candidate(1, CACHED, 0.95), Candidate(2, other, 0.94)], "ns")
+    assert decision.hit and decision.chosen == 1
 
 
 def test_a_remembered_difference_never_vetoes_a_plain_rewording() -> None:
@@ -42,11 +62,22 @@ def test_a_remembered_difference_never_vetoes_a_plain_rewording() -> None:
     assert differences.asked == []
 
 
-def test_a_misses_never_reads_the_differences() -> None:
+def test_a_miss_below_the_learning_floor_never_reads_the_differences() -> None:
     differences = Remembered("ns")
     matcher = Matcher(POLICY, Deciders(judge=FixedJudge(0.9)), differences)
-    assert not matcher.decide(ASKED, [Candidate(1, CACHED, 0.80)], "ns").hit
+    assert not matcher.decide(ASKED, [Candidate(1, CACHED, 0.79)], "ns").hit
     assert differences.asked == []
+
+
+def test_a_near_miss_a_remembered_difference_vetoes_is_no_evidence_for_a_lower_threshold() -> None:
+    # Below the threshold, above the learning floor: every other step runs, so that only a candidate a lower
+    # threshold would really serve counts as a near miss.
+    differences = Remembered("ns")
+    matcher = Matcher(POLICY, Deciders(judge=FixedJudge(0.9)), differences)
+    decision = matcher.decide(ASKED, [Candidate(1, CACHED, 0.85)], "ns")
+    assert decision.reason is Reason.BELOW_THRESHOLD and not decision.would_serve
+    assert differences.asked == [("ns", ASKED, CACHED)]
+    assert Matcher(POLICY).decide(ASKED, [Candidate(1, CACHED, 0.85)], "ns").would_serve
 
 
 def test_the_namespace_level_moves_the_cosine_threshold() -> None:
@@ -63,9 +94,4 @@ def test_the_judge_in_force_is_swapped_whole() -> None:
     matcher = Matcher(vetoing, Deciders(judge=FixedJudge(0.9, version="old")))
     matcher.swap_judge(FixedJudge(0.1, version="new"), None)
     decision = matcher.decide(ASKED, [Candidate(1, CACHED, 0.95)], "ns")
-    assert decision.vetoed_by == "judge" and decision.version == "new"
-
-
-def test_judge_mode_needs_a_judge() -> None:
-    with pytest.raises(ValueError, match="judge"):
-        Matcher(MatchPolicy(0.5, decision=DecisionMode.JUDGE))
+    assert decision.vetoed_by == "learned" and decision.version == "new"

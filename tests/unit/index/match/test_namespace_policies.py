@@ -1,4 +1,4 @@
-"""Per-namespace thresholds from `eval sweep --traffic --apply` mean a cosine threshold, in threshold mode only."""
+"""Per-namespace thresholds from `eval sweep --traffic --apply` mean a cosine threshold, in both modes."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ def test_a_stored_threshold_is_the_namespaces_cosine_threshold_in_threshold_mode
     assert thresholds.policy_for("other").min_similarity == 0.90
 
 
-def test_a_stored_threshold_never_becomes_the_judges_candidate_floor() -> None:
-    judged = MatchPolicy(0.5, decision=DecisionMode.JUDGE)
-    thresholds = NamespacePolicies(judged, {"ns": (0.95, 40), "*": (0.97, 80)})
-    assert thresholds.policy_for("ns") == judged and thresholds.policy_for("other") == judged
+def test_a_stored_threshold_is_the_cosine_threshold_of_the_default_decision_too() -> None:
+    guarded = MatchPolicy(0.92, decision=DecisionMode.GUARDED)
+    thresholds = NamespacePolicies(guarded, {"ns": (0.95, 40), "*": (0.97, 80)})
+    assert thresholds.policy_for("ns").min_similarity == 0.95
+    assert thresholds.policy_for("other").min_similarity == 0.97

@@ -7,7 +7,6 @@ import pytest
 from index.match.policy import (
     DEFAULT_GUARDED_MIN_SIMILARITY,
     DEFAULT_JUDGE_CANDIDATES,
-    DEFAULT_JUDGE_MIN_SIMILARITY,
     DEFAULT_MAX_FALSE_HIT_RATE,
     DEFAULT_MIN_CONTEXT_SIMILARITY,
     DEFAULT_MIN_SIMILARITY,
@@ -21,8 +20,7 @@ from index.settings import Settings
 def test_default_settings_give_the_documented_policy() -> None:
     assert Settings().policy() == MatchPolicy(
         DEFAULT_GUARDED_MIN_SIMILARITY, DEFAULT_MIN_CONTEXT_SIMILARITY, ("polarity", "values"),
-        ContextMatch.SEMANTIC, DecisionMode.GUARDED, DEFAULT_MAX_FALSE_HIT_RATE, DEFAULT_JUDGE_CANDIDATES,
-        candidate_floor=DEFAULT_JUDGE_MIN_SIMILARITY)
+        ContextMatch.SEMANTIC, DecisionMode.GUARDED, DEFAULT_MAX_FALSE_HIT_RATE, DEFAULT_JUDGE_CANDIDATES)
 
 
 def test_threshold_mode_keeps_its_own_default_threshold_and_stages() -> None:
@@ -44,12 +42,17 @@ def test_every_policy_setting_reaches_the_policy_from_the_environment(monkeypatc
                                                 DecisionMode.THRESHOLD, 0.05, 3)
 
 
-def test_judge_mode_decides_conversations_with_the_conversation_rule() -> None:
+def test_a_conversation_keeps_the_decision_and_its_last_message_takes_the_conversation_threshold() -> None:
     policy = Settings().policy()
     assert policy.for_request(conversation=False) == policy
     conversation = policy.for_request(conversation=True)
-    assert conversation.decision is DecisionMode.THRESHOLD and conversation.min_similarity == DEFAULT_MIN_SIMILARITY
+    assert conversation.decision is DecisionMode.GUARDED and conversation.min_similarity == DEFAULT_MIN_SIMILARITY
     assert conversation.stages == ("polarity", "values")
+
+
+def test_the_retired_judge_mode_is_refused_with_the_alternatives() -> None:
+    with pytest.raises(ValueError, match=r"'judge' was retired.*'guarded'.*'threshold'"):
+        Settings(decision="judge")  # type: ignore[arg-type]
 
 
 def test_a_budget_outside_zero_one_is_refused() -> None:

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from index.guards.stages import StageResult
+from index.guards.stages import StepResult
+from index.match.conversation import ContextRule
+from index.match.decide import Deciders, decide
 from index.match.outcome import Candidate, Decision, Reason
-from index.match.policy import MatchPolicy
-from index.match.threshold import by_threshold
+from index.match.policy import DecisionMode, MatchPolicy
 
 
 class VetoWord:
     name = "veto-word"
 
-    def check(self, query: str, cached: str) -> StageResult:
-        return StageResult(self.name, ("not" in query.split()) == ("not" in cached.split()))
+    def check(self, query: str, cached: str) -> StepResult:
+        return StepResult(self.name, ("not" in query.split()) == ("not" in cached.split()))
 
 
-POLICY = MatchPolicy(0.8, min_context_similarity=0.7)
+POLICY = MatchPolicy(0.8, min_context_similarity=0.7, decision=DecisionMode.THRESHOLD)
 
 
 @pytest.mark.parametrize(
@@ -38,7 +39,9 @@ def test_each_decision_names_its_reason_and_only_vetoes_name_a_stage(
     candidate: Candidate, query: str, query_context: str | None, reason: Reason, vetoed_by: str | None
 ) -> None:
     stages = (VetoWord(),)
-    decision = by_threshold(query, candidate, POLICY, stages, query_context, stages)
+    # a context rule that never finds a difference, so the stage's own veto shows
+    deciders = Deciders(stages, stages, conversation=ContextRule(min_aligned=1.0))
+    decision = decide(query, [candidate], POLICY, deciders, query_context)
     assert (decision.reason, decision.vetoed_by, decision.hit) == (reason, vetoed_by, reason is Reason.HIT)
 
 

@@ -16,8 +16,8 @@ from support.judges import FixedJudge
 DOCUMENT = " ".join(f"Clause {i}: the tenant pays the rent on the first day of each month." for i in range(40))
 
 
-@pytest.mark.parametrize("policy", [MatchPolicy(0.5, decision=DecisionMode.JUDGE), MatchPolicy(0.9)],
-                         ids=["judge", "threshold"])
+@pytest.mark.parametrize("policy", [MatchPolicy(0.5), MatchPolicy(0.9, decision=DecisionMode.THRESHOLD)],
+                         ids=["guarded", "threshold"])
 def test_a_different_question_behind_a_shared_document_is_not_served(policy: MatchPolicy) -> None:
     cached = Candidate(1, DOCUMENT + " Who pays for repairs?", 1.0)
     decision = decide(DOCUMENT + " Can the tenant sublet?", [cached], policy, Deciders(judge=FixedJudge(0.999)))

@@ -27,7 +27,7 @@ def test_upper_bound_is_the_one_sided_clopper_pearson_bound(wrong: int, audited:
 
 
 def _record(log: DecisionLog, rid: str, namespace: str, verdict: str, api: str = "chat") -> None:
-    reason = Reason.HIT if verdict == "hit-semantic" else Reason.BELOW_BAR
+    reason = Reason.HIT if verdict == "hit-semantic" else Reason.BELOW_THRESHOLD
     log.record([DecisionRecord(rid, namespace, "m", "q", 1, "c", 0.9, 0.5, (), verdict, reason, None, 1.0, api)])
 
 

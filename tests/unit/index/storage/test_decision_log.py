@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from index.match.threshold import Reason
+from index.match.outcome import Reason
 from index.storage.decision_log import DecisionLog, DecisionRecord
 from index.storage.entries import EntryStore, make_engine
 
@@ -17,7 +17,8 @@ from index.storage.entries import EntryStore, make_engine
         pytest.param(Reason.HIT, None, id="hit"),
         pytest.param(Reason.BELOW_THRESHOLD, None, id="below-threshold"),
         pytest.param(Reason.CONTEXT_BELOW_THRESHOLD, None, id="context-below-threshold"),
-        pytest.param(Reason.BELOW_BAR, None, id="judge-below-bar"),
+        pytest.param(Reason.EXPLORED, None, id="explored"),
+        pytest.param(Reason.BEYOND_WINDOW, None, id="beyond-window"),
         pytest.param(Reason.VETOED, "polarity", id="vetoed"),
         pytest.param(Reason.VETOED, "alignment@context", id="vetoed-on-context"),
     ],
@@ -41,7 +42,7 @@ def test_entry_histories_count_serves_and_labels_by_precedence(tmp_path: Path) -
     EntryStore(engine).create_schema()
     log = DecisionLog(engine)
     hit = ("hit-semantic", Reason.HIT)
-    miss = ("miss", Reason.BELOW_BAR)
+    miss = ("miss", Reason.BELOW_THRESHOLD)
     rows = [("r1", 7, *hit), ("r2", 7, *hit), ("r3", 7, *miss), ("r4", 9, *miss)]
     log.record([DecisionRecord(rid, "ns", "m", "q", entry, "c", 0.8, 0.5, (), verdict, reason, None, 1.0)
                 for rid, entry, verdict, reason in rows])

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sqlalchemy import Engine, insert
+from sqlalchemy import Engine, insert, select
 from typer.testing import CliRunner
 
 from index.errors import SecretMismatch
 from index.records import CacheEntry
 from index.storage.entries import EntryStore, make_engine
-from index.storage.schema import thresholds
-from index.storage.secret import ROTATE_COMMAND, check_secret, fingerprint, rotate_secret
+from index.storage.schema import meta, thresholds
+from index.storage.secret import FINGERPRINT_KEY, ROTATE_COMMAND, check_secret, fingerprint, rotate_secret
 from service.cli import app
 
 
@@ -38,10 +38,18 @@ def test_fingerprint_is_stable_per_secret_and_does_not_contain_it() -> None:
     assert "alpha" not in fingerprint(b"alpha") and len(fingerprint(b"alpha")) == 64
 
 
+def claimed(engine: Engine) -> list[tuple[str, float]]:
+    with engine.connect() as conn:
+        return [(row.value, row.updated_at) for row in conn.execute(select(meta).where(meta.c.key == FINGERPRINT_KEY))]
+
+
 def test_first_replica_claims_the_database_and_a_second_with_its_secret_starts(tmp_path: Path) -> None:
     engine = store_at(tmp_path).engine
+    assert claimed(engine) == []
     check_secret(engine, b"shared", at=1.0)
-    check_secret(engine, b"shared", at=2.0)
+    assert claimed(engine) == [(fingerprint(b"shared"), 1.0)]  # the first replica's claim: the fingerprint
+    check_secret(engine, b"shared", at=2.0)  # the second starts (no SecretMismatch) and leaves the claim as it was
+    assert claimed(engine) == [(fingerprint(b"shared"), 1.0)]
 
 
 def test_replica_with_another_secret_refuses_and_names_the_rotate_command(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
-"""The LLM label judge (`DEJA_LABEL_MODEL`): a label is one chat completion sent to the chat upstream. Its system
-message asks whether the cached answer serves the question as well as a fresh answer would; its last user message
-is one JSON object {"question", "cached_question", "cached_answer", "fresh_answer" (when one was fetched)}. The
-reply must be the JSON object {"same": true|false}; anything else gives no label."""
+"""The label model (`DEJA_LABEL_MODEL`, an LLM that labels): a label is one chat completion sent to the chat
+upstream. Its system message asks whether the cached answer serves the question as well as a fresh answer would;
+its last user message is one JSON object {"question", "cached_question", "cached_answer", "fresh_answer" (when one
+was fetched)}. The reply must be the JSON object {"same": true|false}; anything else gives no label."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ SYSTEM_PROMPT = (
     "(an answer to `question` itself) when present. Does the cached answer serve the question as well as a fresh "
     "answer would? Reply with the JSON object {\"same\": true} or {\"same\": false} and nothing else."
 )
-# Answers are cut to this many characters in the judge's message (the cost of a label stays bounded).
+# Answers are cut to this many characters in the label model's message (the cost of a label stays bounded).
 MAX_TEXT = 4000
 
 
@@ -39,7 +39,7 @@ class LabelCase:
     served: bool
 
 
-def judge_body(model: str, case: LabelCase, cached_answer: str, fresh_answer: str | None) -> dict[str, Any]:
+def label_body(model: str, case: LabelCase, cached_answer: str, fresh_answer: str | None) -> dict[str, Any]:
     content: dict[str, str] = {"question": case.question, "cached_question": case.cached_question,
                                "cached_answer": cached_answer[:MAX_TEXT]}
     if fresh_answer is not None:
@@ -61,7 +61,7 @@ def parse_verdict(reply: Any) -> bool | None:
     return same if isinstance(same, bool) else None
 
 
-class LabelJudge:
+class LabelModel:
     """Sends label calls through the chat upstream with the caller's own credentials; metered."""
 
     def __init__(self, model: str, upstream: Upstream, metrics: Metrics, price_per_1k: float | None) -> None:
@@ -72,8 +72,8 @@ class LabelJudge:
 
     async def same(self, case: LabelCase, cached_answer: str, fresh_answer: str | None,
                    headers: Mapping[str, str]) -> bool | None:
-        """The judge's verdict, or None (no label) when the call fails or the reply is not {"same": bool}."""
-        body = json.dumps(judge_body(self.model, case, cached_answer, fresh_answer)).encode()
+        """The label model's verdict, or None (no label) when the call fails or the reply is not {"same": bool}."""
+        body = json.dumps(label_body(self.model, case, cached_answer, fresh_answer)).encode()
         try:
             response = await self.upstream.send("POST", CHAT_PATH, headers, body)
             content = await self.upstream.read(response)

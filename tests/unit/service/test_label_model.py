@@ -1,4 +1,4 @@
-"""The LLM label judge's protocol: the message it sends and the only replies it reads as a label."""
+"""The label model's protocol: the message it sends and the only replies it reads as a label."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from eval.answers import CLOSING_SENTENCES, intent_answer, sampled_answer
-from service.label_judge import SYSTEM_PROMPT, LabelCase, judge_body, parse_verdict
+from service.label_model import SYSTEM_PROMPT, LabelCase, label_body, parse_verdict
 from support.label_stub import LabelStub
 
 
@@ -35,18 +35,18 @@ def test_only_a_same_boolean_is_a_label(payload: Any, expected: bool | None) -> 
 
 def test_the_last_user_message_is_one_json_object_and_the_fresh_answer_only_when_fetched() -> None:
     case = LabelCase("ns", "how do i unpin a chat", "how do i pin a chat", served=True)
-    body = judge_body("judge-llm", case, "Tap and hold, then Pin.", None)
-    assert body["model"] == "judge-llm" and body["messages"][0] == {"role": "system", "content": SYSTEM_PROMPT}
+    body = label_body("label-llm", case, "Tap and hold, then Pin.", None)
+    assert body["model"] == "label-llm" and body["messages"][0] == {"role": "system", "content": SYSTEM_PROMPT}
     assert json.loads(body["messages"][-1]["content"]) == {
         "question": "how do i unpin a chat", "cached_question": "how do i pin a chat",
         "cached_answer": "Tap and hold, then Pin."}
-    fresh = judge_body("judge-llm", case, "Tap and hold, then Pin.", "Tap and hold, then Unpin.")
+    fresh = label_body("label-llm", case, "Tap and hold, then Pin.", "Tap and hold, then Unpin.")
     assert json.loads(fresh["messages"][-1]["content"])["fresh_answer"] == "Tap and hold, then Unpin."
 
 
 def test_the_label_stub_errs_at_its_set_rate() -> None:
     stub = LabelStub(error_rate=0.1)
-    body = judge_body("m", LabelCase("ns", "reset my router", "reset my router", True), "a", "b")
+    body = label_body("m", LabelCase("ns", "reset my router", "reset my router", True), "a", "b")
     verdicts = [json.loads(stub.content(body))["same"] for _ in range(2000)]
     assert 0.08 < verdicts.count(False) / len(verdicts) < 0.12  # the same questions: every False is an error
     assert all(json.loads(LabelStub().content(body))["same"] for _ in range(20))

@@ -1,0 +1,325 @@
+"""The steps of the decision: ONE ordered list (`STEPS`), the same for a single-turn request and a conversation.
+Each candidate (most similar first) goes through the steps in order; a step passes it on, serves it, or ends it
+with a miss or a veto named after the step (the name `X-Deja-Veto` and the decision log show). `index.match.decide`
+runs the list; the manual's "how a hit is decided" is checked against it (`tests/unit/test_manual.py`).
+
+all-MiniLM-L6-v2 was trained on about a billion real pairs; on real users' questions its cosine, with the rule
+vetoes, is far better calibrated than the learned scores, which give P 0.99 to a definition and a task about the
+same entity. So the cosine serves and the learned scores only veto.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from index.guards.contrast import opposed_words
+from index.guards.form import same_content
+from index.guards.order import swapped_words
+from index.guards.safety import pair_veto
+from index.guards.stages import Stage, StepResult
+from index.match.conversation import ContextRule
+from index.match.explore import Exploration
+from index.match.learned import LearnedScores, learned_probability
+from index.match.outcome import Candidate, Decision, Reason
+from index.match.policy import MatchPolicy
+from index.match.window import differs_past_window
+
+# What a hit rests on (`Decision.basis`).
+SAME_CONTENT = "same content"
+COSINE = "cosine"
+
+
+class RememberedDifferences(Protocol):
+    """What the decision needs of the remembered differences (`index.match.differences`): a veto, or None."""
+
+    def veto(self, namespace: str, prompt: str, candidate: str) -> object | None: ...
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One candidate as the steps read it: the request, the candidate, its rank among the readable candidates and
+    its cosine margin over the best other one (features of the learned scores)."""
+
+    query: str
+    query_context: str | None
+    candidate: Candidate
+    rank: int
+    margin: float
+
+    @property
+    def single_turn(self) -> bool:
+        return self.query_context is None
+
+    @property
+    def contexts(self) -> tuple[str, str] | None:
+        """The two relevant contexts of a conversation pair, else None."""
+        if self.query_context is None or self.candidate.context is None:
+            return None
+        return self.query_context, self.candidate.context
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What the steps read besides the pair: the request's policy (thresholds already moved for the namespace
+    and for a conversation), the rule stages, the learned scores, the context rule, the remembered differences
+    and exploration with its random draw."""
+
+    policy: MatchPolicy
+    stages: tuple[Stage, ...]
+    context_stages: tuple[Stage, ...]
+    scores: LearnedScores
+    context_rule: ContextRule
+    exploration: Exploration
+    draw: Callable[[], float]
+    differences: RememberedDifferences | None = None
+    namespace: str = ""
+
+
+@dataclass
+class Trail:
+    """What the steps found so far about one candidate (local to one decision). `below`: the candidate is under
+    the threshold but at or above the learning floor, so it goes on through the other steps as a near miss."""
+
+    results: list[StepResult] = field(default_factory=list)
+    probability: float | None = None
+    pair_read: int = 0
+    below: bool = False
+
+
+class Step(Protocol):
+    """One step: `name` is what `X-Deja-Veto` and the decision log show of its vetoes; `summary` is its line in
+    the manual. `run` returns None to pass the candidate on, else the candidate's decision."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def summary(self) -> str: ...
+
+    def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None: ...
+
+
+def vetoed(pair: Pair, trail: Trail, name: str, reason: str) -> Decision:
+    trail.results.append(StepResult(name, False, reason))
+    return Decision(Reason.VETOED, pair.candidate.similarity, vetoed_by=name, stages=tuple(trail.results))
+
+
+def served(pair: Pair, setup: Setup, trail: Trail, basis: str, reason: Reason = Reason.HIT) -> Decision:
+    """A hit (or an explored would-be hit) with what the learned veto read."""
+    scores = setup.scores
+    return Decision(reason, pair.candidate.similarity, stages=tuple(trail.results), probability=trail.probability,
+                    bar=scores.veto_below, version=scores.version, max_false_hit_rate=setup.policy.max_false_hit_rate,
+                    basis=basis, pair_read=trail.pair_read, would_serve=basis == COSINE and pair.single_turn)
+
+
+def near_miss(pair: Pair, setup: Setup, trail: Trail) -> Decision:
+    """A single-turn candidate below the threshold that every other step passed: it would be served at a threshold
+    at its cosine, the evidence that can lower the namespace's threshold (`index.match.live_threshold`)."""
+    return dataclasses.replace(served(pair, setup, trail, COSINE), reason=Reason.BELOW_THRESHOLD)
+
+
+@dataclass(frozen=True)
+class Window:
+    name: str = "window"
+    summary: str = ("a prompt (or context) past the embedder's window (~1,000 characters) that differs from the "
+                    "candidate's is not served: `beyond_window`, a miss, not a veto")
+
+    def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
+        contexts = pair.contexts
+        if differs_past_window(pair.query, pair.candidate.prompt) or (
+                contexts is not None and differs_past_window(*contexts)):
+            return Decision(Reason.BEYOND_WINDOW, pair.candidate.similarity)
+        return None
+
+
+@dataclass(frozen=True)
+class Contrast:
+    name: str = "contrast"
+    summary: str = "words that are each other's opposites (pin/unpin, enable/disable) veto"
+
+    def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
+        opposed = opposed_words(pair.query, pair.candidate.prompt)
+        if opposed is None:
+            return None
+        return vetoed(pair, trail, self.name, f"opposite words {opposed[0]!r} vs {opposed[1]!r}")
+
+
+@dataclass(frozen=True)
+class Order:
+    name: str = "order"
+    summary: str = "values that changed places across a direction (\"USD to EUR\" / \"EUR to USD\") veto"
+
+    def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
+        swapped = swapped_words(pair.query, pair.candidate.prompt)
+        if swapped is None:
+            return None
+        return vetoed(pair, trail, self.name, f"{swapped[0]!r} and {swapped[1]!r} change places across a direction")
+
+
+@dataclass(frozen=True)
+class Safety:
+    name: str = "safety"
+    summary: str = ("a prompt or context longer than `DEJA_MAX_DECISION_CHARS` (veto `length`) or words that differ "
+                    "only by their accents (veto `accents`)")
+
+    def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
+        contexts = pair.contexts or (None, None)
+        found = pair_veto(pair.query, pair.candidate.prompt, contexts[0], contexts[1], setup.policy.max_decision_chars)
+        return None if found is None else vetoed(pair, trail, found.stage, found.reason)
+
+
+@dataclass(frozen=True)
+class SameContent:
+    name: str = "same content"
+    summary: str = ("a plain rewording of a single-turn prompt (the same content words, other form: case, "
+                    "punctuation, contractions, articles) is served whatever its cosine")
+
+    def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
+        if pair.single_turn and same_content(pair.query, pair.candidate.prompt):
+            return served(pair, setup, trail, SAME_CONTENT)
+        return None
+
+
+@dataclass(frozen=True)
+class Threshold:
+    name: str = "cosine"
+    summary: str = ("cosine below the namespace's threshold (learned from its evidence; `DEJA_MIN_SIMILARITY`, 0.92, "
+                    "until it has some; 0.90 for a conversation's last message): `below_threshold`, a miss. A "
+                    "single-turn candidate down to `DEJA_LEARN_FLOOR` (0.80) goes on through the other steps: one "
+                    "they all pass is a near miss, labelled from the fresh answer as the threshold's evidence")
+
+    def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
+        similarity = pair.candidate.similarity
+        if similarity >= setup.policy.min_similarity:
+            return None
+        if pair.single_turn and setup.policy.guarded and similarity >= setup.policy.learn_floor:
+            trail.below = True  # a near miss if every other step passes it (`index.match.decide`)
+            return None
+        return Decision(Reason.BELOW_THRESHOLD, similarity)
+
+
+@dataclass(frozen=True)
+class ContextThreshold:
+    name: str = "context cosine"
+    summary: str = ("a conversation whose relevant contexts are below `DEJA_MIN_CONTEXT_SIMILARITY` (0.70): "
+                    "`context_below_threshold`, a miss")
+
+    def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
+        if pair.contexts is None:
+            return None
+        if (pair.candidate.context_similarity or 0.0) < setup.policy.min_context_similarity:
+            return Decision(Reason.CONTEXT_BELOW_THRESHOLD, pair.candidate.similarity)
+        return None
+
+
+@dataclass(frozen=True)
+class Rules:
+    name: str = "rules"
+    summary: str = ("the rule stages veto, each under its own name: `polarity` (a negation or reversal) and "
+                    "`values` (a number, name, date, amount)")
+
+    def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
+        for stage in setup.stages:
+            result = stage.check(pair.query, pair.candidate.prompt)
+            trail.results.append(result)
+            if not result.passed:
+                return Decision(Reason.VETOED, pair.candidate.similarity, vetoed_by=stage.name,
+                                stages=tuple(trail.results))
+        return None
+
+
+@dataclass(frozen=True)
+class Context:
+    name: str = "context"
+    summary: str = ("a conversation's two contexts: the rule stages and the alignment check over them (vetoes "
+                    "`<stage>@context`), then the context rule (the same values, the same options in the same "
+                    "order, the same content; chatter ignored: vetoes `context:value`, `context:option-order`, "
+                    "`context:content`)")
+
+    def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
+        contexts = pair.contexts
+        if contexts is None:
+            return None
+        vetoing: StepResult | None = None
+        if contexts[0] != contexts[1]:
+            for stage in setup.context_stages:
+                found = stage.check(*contexts)
+                result = StepResult(f"{stage.name}@context", found.passed, found.reason, found.score)
+                trail.results.append(result)
+                if not result.passed:
+                    vetoing = result
+                    break
+        difference = setup.context_rule.difference(*contexts)
+        if difference is not None:  # the difference, named, takes the place of a context stage's veto
+            trail.results.append(difference.result())
+            return Decision(Reason.VETOED, pair.candidate.similarity, vetoed_by=difference.stage,
+                            stages=tuple(trail.results))
+        if vetoing is not None:
+            return Decision(Reason.VETOED, pair.candidate.similarity, vetoed_by=vetoing.stage,
+                            stages=tuple(trail.results))
+        return None
+
+
+@dataclass(frozen=True)
+class Learned:
+    name: str = "learned"
+    summary: str = ("the learned P(same answer) of a single-turn pair (the judge stacked with the pair model, "
+                    "which runs only where it can move P across the bar) below `DEJA_VETO_BELOW` (0.6) vetoes")
+
+    def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
+        if not pair.single_turn:
+            return None
+        scores = setup.scores
+        p, read = learned_probability(pair.query, pair.candidate, pair.rank, pair.margin, scores)
+        trail.probability, trail.pair_read = p, int(read)
+        if p is None or p >= scores.veto_below:
+            return None
+        reason = f"{scores.version}: P(same answer) {p:.3f} < {scores.veto_below:g}"
+        trail.results.append(StepResult(self.name, False, reason, p))
+        return Decision(Reason.VETOED, pair.candidate.similarity, vetoed_by=self.name, stages=tuple(trail.results),
+                        probability=p, bar=scores.veto_below, version=scores.version,
+                        max_false_hit_rate=setup.policy.max_false_hit_rate, pair_read=trail.pair_read)
+
+
+@dataclass(frozen=True)
+class Difference:
+    name: str = "difference"
+    summary: str = ("a difference the namespace's labels remember between the two prompts (`index.match."
+                    "differences`) vetoes, never over a plain rewording")
+
+    def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
+        if setup.differences is None:
+            return None
+        query, cached = pair.query, pair.candidate.prompt
+        if same_content(query, cached) or setup.differences.veto(setup.namespace, query, cached) is None:
+            return None
+        trail.results.append(StepResult(self.name, False, "labelled wrong before in this namespace"))
+        return Decision(Reason.VETOED, pair.candidate.similarity, vetoed_by=self.name, stages=tuple(trail.results),
+                        probability=trail.probability, bar=setup.scores.veto_below, version=setup.scores.version,
+                        max_false_hit_rate=setup.policy.max_false_hit_rate, pair_read=trail.pair_read)
+
+
+@dataclass(frozen=True)
+class Explore:
+    name: str = "explore"
+    summary: str = ("a hit the learned P doubts (within the lower half of the range above `DEJA_VETO_BELOW`) "
+                    "goes upstream at `DEJA_EXPLORE_RATE` to be labelled: `explored`, a miss; every other "
+                    "candidate that reaches here is served")
+
+    def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
+        p, exploration, bar = trail.probability, setup.exploration, setup.scores.veto_below
+        if p is not None and exploration.doubts(p, bar) and exploration.explores(p, bar, setup.draw()):
+            return served(pair, setup, trail, COSINE, Reason.EXPLORED)
+        return None
+
+
+# The decision, in order (`DEJA_DECISION=guarded`, the default).
+STEPS: tuple[Step, ...] = (Window(), Contrast(), Order(), Safety(), SameContent(), Threshold(), ContextThreshold(),
+                           Rules(), Context(), Learned(), Difference(), Explore())
+# Threshold mode (`DEJA_DECISION=threshold`, the cosine rule `eval sweep` scores): the steps that read no more
+# than the cosine and the rule stages.
+THRESHOLD_ONLY = frozenset({"window", "safety", "cosine", "context cosine", "rules", "context", "difference"})
+THRESHOLD_STEPS: tuple[Step, ...] = tuple(s for s in STEPS if s.name in THRESHOLD_ONLY)
