@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from service.overview import ApiTraffic, BarTrack, NamespaceRow, Overview, Savings, Slice
 from service.overview_page import render
+from service.thresholds import BandRow, NamespaceThreshold
 
 HOSTILE = '<script>alert("x")</script>'
 
@@ -33,3 +34,21 @@ def test_exact_and_semantic_rates_are_shown_per_api() -> None:
 def test_an_empty_deployment_draws_no_chart() -> None:
     page = render(overview(traffic=(), savings=(), namespaces=(), bars=(), timeline=()), "n")
     assert "<svg" not in page and "No requests yet" in page
+
+
+def _threshold_row(namespace: str) -> NamespaceThreshold:
+    bands = [BandRow(low=round(0.80 + i / 100, 2), requests=2.0, right=1.0, wrong=float(i == 3), wrong_rate=0.01)
+             for i in range(20)]
+    return NamespaceThreshold(namespace=namespace, threshold=0.86, prior=0.92, estimate=0.012, within_budget=0.83,
+                              labels=40, next_down=0.85, labels_to_move=12, requests_to_move=60, bands=bands)
+
+
+def test_the_learned_threshold_is_shown_with_its_evidence_per_band_and_escaped() -> None:
+    page = render(overview(thresholds=(_threshold_row(HOSTILE),)), "n")
+    assert "<script" not in page
+    assert '<table id="thresholds">' in page and "<td>0.86</td><td>0.92</td><td>1.20%</td><td>0.83</td>" in page
+    assert page.count('class="chart-bands"') == 1 and "<td>12</td><td>60</td>" in page
+
+
+def test_a_deployment_without_evidence_says_every_namespace_serves_at_the_prior() -> None:
+    assert "serves at the prior" in render(overview(thresholds=()), "n")

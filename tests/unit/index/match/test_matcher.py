@@ -95,3 +95,16 @@ def test_the_judge_in_force_is_swapped_whole() -> None:
     matcher.swap_judge(FixedJudge(0.1, version="new"), None)
     decision = matcher.decide(ASKED, [Candidate(1, CACHED, 0.95)], "ns")
     assert decision.vetoed_by == "learned" and decision.version == "new"
+
+
+def test_a_learned_threshold_is_served_at_and_moves_a_conversations_thresholds_by_as_much() -> None:
+    learned = {"open": 0.86, "strict": 0.95}
+    matcher = Matcher(POLICY, learned=learned.get)
+    assert matcher.policy_for("cold") == POLICY  # no evidence: the prior
+    opened, strict = matcher.policy_for("open"), matcher.policy_for("strict")
+    assert opened.min_similarity == 0.86 and strict.min_similarity == 0.95
+    assert opened.conversation_threshold == pytest.approx(POLICY.conversation_threshold - 0.06)
+    assert opened.min_context_similarity == pytest.approx(POLICY.min_context_similarity - 0.06)
+    assert strict.min_context_similarity == pytest.approx(POLICY.min_context_similarity + 0.03)
+    assert matcher.decide(ASKED, [Candidate(1, CACHED, 0.90)], "open").hit
+    assert not matcher.decide(ASKED, [Candidate(1, CACHED, 0.90)], "cold").hit
