@@ -92,17 +92,32 @@ class Labeler:
             await run_in_threadpool(self._store, request_id, source, case, *result)
 
     def shadow(self, request_id: str, dialect: Dialect, fresh: dict[str, Any], cached: dict[str, Any],
-               case: LabelCase, headers: dict[str, str], source: LabelSource = LabelSource.SHADOW) -> None:
+               case: LabelCase, headers: dict[str, str], source: LabelSource = LabelSource.SHADOW,
+               body: Mapping[str, Any] | None = None) -> None:
         """A near-miss (or an explored would-be hit, `source` explore) went upstream: would the candidate's
-        answer have been right? Shadows obey DEJA_SHADOW_LABELS; exploration exists to be labelled."""
+        answer have been right? Shadows obey DEJA_SHADOW_LABELS; exploration exists to be labelled. Without a
+        label model, while the namespace has no measure of how much the upstream's answers vary, a shadow whose
+        two answers differ asks the upstream once more (`body`), within DEJA_AUDIT_CALLS_PER_HOUR: two fresh
+        answers show the variation, so the near miss gets a label instead of none."""
         if source is LabelSource.SHADOW and not self.rt.settings.shadow_labels:
             return
         texts = dialect.answer_text(fresh), dialect.answer_text(cached)
 
         async def run() -> None:
-            await self._label(request_id, source, case, *texts, headers)
+            second = None
+            if body is not None and self._needs_variation(case.namespace, *texts) and self.rt.audit_sampler.spend(1):
+                upstream = self.rt.upstream_for(dialect.upstream)
+                again = await self._ask(upstream, dialect, headers, json.dumps(dialect.audit_body(body)).encode(),
+                                        request_id)
+                second = None if again is None else dialect.answer_text(again)
+                self.rt.metrics.label_calls.labels("variation").inc()
+            await self._label(request_id, source, case, *texts, headers, second)
 
         self.rt.spawn(run())
+
+    def _needs_variation(self, namespace: str, fresh: str, cached: str) -> bool:
+        return (self.rt.label_model is None and fresh != cached
+                and self.rt.answer_baselines.baseline(namespace) is None)
 
     def audit(self, request_id: str, dialect: Dialect, body: Mapping[str, Any], headers: dict[str, str],
               served: dict[str, Any], case: LabelCase) -> None:

@@ -41,4 +41,6 @@ class Labelling:
             source = LabelSource.EXPLORE if explored else LabelSource.SHADOW
             case = label_case(exchange.key.namespace, exchange.key.prompt, lookup)
             self.labeler.shadow(exchange.request_id, exchange.dialect, answer, lookup.candidate_response, case,
-                                exchange.headers, source)
+                                exchange.headers, source,
+                                # Only a near miss a lower threshold would serve is worth a call to measure variation.
+                                exchange.body if lookup.decision.would_serve and not explored else None)

@@ -59,8 +59,8 @@ class Metrics:
                                registry=r)
         self.threshold_moves = Counter("deja_threshold_moves", "Moves of a namespace's learned threshold",
                                        ["direction"], registry=r)
-        self.label_calls = Counter("deja_label_calls", "label model calls (DEJA_LABEL_MODEL) by outcome",
-                                   ["outcome"], registry=r)
+        self.label_calls = Counter("deja_label_calls", "Labelling calls by outcome (label model calls, variation "
+                                   "probes of near misses, no label)", ["outcome"], registry=r)
         self.label_cost = Counter("deja_label_cost_usd", "Estimated cost of label model calls, from the price "
                                   "table", ["model"], registry=r)
         self.extra_audits = Counter("deja_extra_audits", "Audits beyond DEJA_AUDIT_RATE's share, by why they were "

@@ -47,3 +47,27 @@ async def test_with_learning_off_no_threshold_is_learned(tmp_path: Path) -> None
         await gw.chat("how do i reset my password")
         await gw.chat("how do i reset my password please now")
         assert (await gw.client.get("/deja/budget", headers=ADMIN)).json()["thresholds"] == []
+
+
+@pytest.mark.asyncio
+async def test_without_a_label_model_a_near_miss_asks_once_more_to_measure_variation_then_is_labelled(
+        tmp_path: Path) -> None:
+    # The stub words every answer differently ("answer n to: ..."): with no measure of the upstream's variation
+    # the two answers could not be compared, so the near miss asks once more (one call from the allowance).
+    async with inprocess_gateway(tmp_path) as gw:
+        await gw.chat("how do i reset my password")
+        await gw.chat("how do i reset my password please now")
+        assert await asyncio.to_thread(wait_for, lambda: len(_shadows(gw)) == 1)
+        assert gw.upstream.chat_calls == 3
+        assert await gw.metric('deja_label_calls_total{outcome="variation"}') == 1
+
+
+@pytest.mark.asyncio
+async def test_with_no_allowance_left_a_near_miss_asks_nothing_more(tmp_path: Path) -> None:
+    async with inprocess_gateway(tmp_path, audit_calls_per_hour=0) as gw:
+        await gw.chat("how do i reset my password")
+        await gw.chat("how do i reset my password please now")
+        assert await asyncio.to_thread(
+            wait_for, lambda: gw.runtime.metrics.registry.get_sample_value(
+                "deja_label_calls_total", {"outcome": "no_label"}) == 1)
+        assert gw.upstream.chat_calls == 2 and _shadows(gw) == []
