@@ -1,7 +1,8 @@
-"""The default decision's learned veto through a real gateway: real uvicorn, real MiniLM, the shipped judge and pair
-model. Each test says which step decided (`X-Deja-Reason`, `X-Deja-Veto`, the logged stages), so none passes
-because another step happened to serve or refuse: a changed question is refused by its own step, a paraphrase is
-served on its cosine with the learned score read and logged, a plain rewording on its content with none read.
+"""The default decision's learned veto through a real gateway (off by default, turned on here at the bar it was fitted
+for, `DEJA_VETO_BELOW=0.6`): real uvicorn, real MiniLM, the shipped judge and pair model. Each test says which step
+decided (`X-Deja-Reason`, `X-Deja-Veto`, the logged stages), so none passes because another step happened to serve or
+refuse: a changed question is refused by its own step, a paraphrase is served on its cosine with the learned score
+read and logged, a plain rewording on its content with none read.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def gateway(stub: StubUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayProcess, Path]]:
     data_dir = tmp_path_factory.mktemp("learned")
-    env = base_env(stub, data_dir) | {"DEJA_DECISION": "guarded"}  # the default, stated so the test says it
+    env = base_env(stub, data_dir) | {"DEJA_DECISION": "guarded",  # the default, stated so the test says it
+                                      "DEJA_VETO_BELOW": "0.6"}
     gw = GatewayProcess(env, data_dir / "gateway.log").start()
     yield gw, data_dir
     gw.stop()
