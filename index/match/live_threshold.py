@@ -11,8 +11,9 @@ posterior is sampled (seeded: the same evidence always gives the same threshold)
 - down: the threshold in force is the lowest t whose mixture is within the budget with probability at least
   `confidence` (0.8), with at least 20 labels between t and the prior: a few hundred labels decide, where a 95%
   bound on a 2% budget needs thousands;
-- up: when the mixture at the threshold in force is over the budget with probability at least `confidence`,
-  the threshold rises to the lowest t that is no longer over it with that probability;
+- up: when the mixture at the threshold in force, on the evidence at or above it (the curve refitted on those
+  labels alone: near misses below the threshold never raise it), is over the budget with probability at least
+  `confidence`, the threshold rises to the lowest t that is no longer over it with that probability;
 - otherwise it stays: between "within" and "over" the evidence has not decided, and the threshold does not
   chase noise.
 """
@@ -104,7 +105,7 @@ class ThresholdState:
     requests_to_move: int | None = None
 
 
-def _curve_posterior(evidence: Evidence, config: LearnerConfig) -> tuple[Floats, Floats, Floats]:
+def _curve_posterior(evidence: Evidence, config: LearnerConfig, start: int = 0) -> tuple[Floats, Floats, Floats]:
     """The shared curve of the bands' wrong rates, logit p(s) = a + b (prior - s) with b >= 0 (a rate that grows
     as the cosine falls), on a grid: every label informs every band through it. Returns the grid's a, b and
     posterior weights (flattened)."""
@@ -114,8 +115,8 @@ def _curve_posterior(evidence: Evidence, config: LearnerConfig) -> tuple[Floats,
     a, b = (axis.ravel() for axis in np.meshgrid(a_axis, b_axis))
     log_prior = -0.5 * ((a - centre) / CURVE_SD_A) ** 2 - 0.5 * ((b - 1.0 / PRIOR_SCALE) / CURVE_SD_B) ** 2
     lows = np.array([band.low + BAND_WIDTH / 2 for band in evidence.bands])
-    wrong = np.array([band.wrong for band in evidence.bands])
-    right = np.array([band.right for band in evidence.bands])
+    wrong = np.array([band.wrong if j >= start else 0.0 for j, band in enumerate(evidence.bands)])
+    right = np.array([band.right if j >= start else 0.0 for j, band in enumerate(evidence.bands)])
     p = 1.0 / (1.0 + np.exp(-(a[:, None] + b[:, None] * (config.prior - lows[None, :]))))
     says_wrong = np.clip(config.error_rate + p * (1.0 - 2.0 * config.error_rate), 1e-9, 1.0 - 1e-9)
     log_post = log_prior + (np.log(says_wrong) * wrong + np.log1p(-says_wrong) * right).sum(axis=1)
@@ -123,12 +124,13 @@ def _curve_posterior(evidence: Evidence, config: LearnerConfig) -> tuple[Floats,
     return a, b, weights / weights.sum()
 
 
-def _posterior_draws(evidence: Evidence, config: LearnerConfig) -> Floats:
-    """Draws of each band's wrong rate (DRAWS x bands): a curve drawn from its posterior gives each band's prior
-    mean (strength `prior_strength`), which the band's own labels then update (a label model's labels counted
-    at their information, (1 - 2e)^2 of a clean one, after removing the wrong labels its errors explain)."""
+def _posterior_draws(evidence: Evidence, config: LearnerConfig, start: int = 0) -> Floats:
+    """Draws of each band's wrong rate (DRAWS x bands): a curve drawn from its posterior (fitted on the labels of
+    the bands from `start` up) gives each band's prior mean (strength `prior_strength`), which the band's own
+    labels then update (a label model's labels counted at their information, (1 - 2e)^2 of a clean one, after
+    removing the wrong labels its errors explain)."""
     rng = np.random.default_rng(config.seed)
-    a, b, weights = _curve_posterior(evidence, config)
+    a, b, weights = _curve_posterior(evidence, config, start)
     chosen = rng.choice(len(weights), size=DRAWS, p=weights)
     lows = np.array([band.low + BAND_WIDTH / 2 for band in evidence.bands])
     mean = 1.0 / (1.0 + np.exp(-(a[chosen, None] + b[chosen, None] * (config.prior - lows[None, :]))))
@@ -160,8 +162,11 @@ def choose(evidence: Evidence, current: float, config: LearnerConfig) -> Thresho
     draws = _posterior_draws(evidence, config)
     mixtures, served = _mixtures(evidence, draws, config.prior)
     within = np.where(served > 0, np.mean(mixtures <= config.budget, axis=0), np.nan)
-    over = 1.0 - within
     index = _index_of(lows, current)
+    # Up only on the evidence at or above the threshold in force (audits of what it serves, and the labels that
+    # once lowered it): near misses below it must not raise it through the shared curve.
+    above, _ = _mixtures(evidence, _posterior_draws(evidence, config, min(index, len(lows) - 1)), config.prior)
+    over = np.where(served > 0, np.mean(above > config.budget, axis=0), np.nan)
     labelled = np.cumsum([band.labels for band in evidence.bands][::-1])[::-1]
     prior = _index_of(lows, config.prior)
     enough = [lows[j] >= config.prior or labelled[j] - labelled[min(prior, len(lows) - 1)] >= MIN_LABELS_BELOW_PRIOR
