@@ -1,5 +1,5 @@
 """Fitting a judge with scikit-learn: gradient boosting on the features, converted to a numpy `Forest`, then an
-isotonic calibration on held-out pairs. Used by `scripts/train_judge.py` (the shipped prior) and by refits
+isotonic calibration on held-out pairs. Used by `training/train_judge.py` (the shipped prior) and by refits
 on a deployment's labels (`index.judge.fit_judge`); serving never imports scikit-learn.
 """
 

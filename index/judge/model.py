@@ -271,7 +271,8 @@ def load_judge(path: Path | None = None) -> Judge:
     if meta.get("format") != FORMAT:
         raise JudgeModelError(f"judge in {folder} has format {meta.get('format')}, expected {FORMAT}")
     if meta.get("features") != list(FEATURE_NAMES):
-        raise JudgeModelError(f"judge in {folder} was trained on other features: retrain it (scripts/train_judge.py)")
+        raise JudgeModelError(f"judge in {folder} was trained on other features: "
+                              "retrain it (python -m training.train_judge)")
     try:
         return _from_arrays(arrays, "", str(meta.get("version", "unknown")), meta)
     except (KeyError, ValueError) as exc:

@@ -1,11 +1,11 @@
 """Pair model: a cross-encoder that reads a query and a cached prompt and gives a calibrated P(same answer).
 
-Fine-tuned from the bundled all-MiniLM-L6-v2 on question-shaped pairs (scripts/pair_data.py,
-scripts/train_pair_model.py). The shipped folder (index/data/pair/) holds only what fine-tuning changed;
+Fine-tuned from the bundled all-MiniLM-L6-v2 on question-shaped pairs (training/pair_data.py,
+training/train_pair_model.py). The shipped folder (index/data/pair/) holds only what fine-tuning changed;
 the word embeddings are read from the bundled model, whose hash the metadata records and the loader checks.
 A pair is scored in both orders and the logits averaged, so the score is symmetric. `combine` joins the
 judge's probability, this model's and the cosine into one P(same answer) with the stack (`Combination`, in
-`index.judge.pair_calibration`) fitted by scripts/eval_pair_model.py and stored in the metadata.
+`index.judge.pair_calibration`) fitted by training/eval_pair_model.py and stored in the metadata.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from index.errors import DejaError
 from index.judge.pair_calibration import Calibration, Combination
 
 WEIGHTS_FILE = "model.safetensors"
-ONNX_FILE = "model.int8.onnx"  # the runtime's export (scripts/export_pair_model.py): self-contained, int8 weights
+ONNX_FILE = "model.int8.onnx"  # the runtime's export (training/export_pair_model.py): self-contained, int8 weights
 CONFIG_FILE = "config.json"
 METADATA_FILE = "metadata.json"
 WORD_EMBEDDINGS = "embeddings.word_embeddings.weight"

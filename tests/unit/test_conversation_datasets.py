@@ -1,12 +1,11 @@
-"""datasets/conv2-*.jsonl (scripts/make_conversations.py) and conv3-*.jsonl (scripts/make_natural_conversations.py):
-made by their scripts, split by family, every kind in both parts, and each pair in its API's shape reduced by the
-real dialect to the key `eval` compares."""
+"""datasets/conv2-*.jsonl (`python -m training.data.make_conversations`) and conv3-*.jsonl
+(`python -m training.data.make_natural_conversations`): made by their generators, split by family, every kind in
+both parts, and each pair in its API's shape reduced by the real dialect to the key `eval` compares."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from service.dialects.responses import ResponsesDialect
 ROOT = Path(__file__).resolve().parents[2]
 PARTS = ("dev", "test")
 EXTRA_PARTS = {"conv2": (), "conv3": ("holdout",)}
-SCRIPTS = {"conv2": "make_conversations.py", "conv3": "make_natural_conversations.py"}
+GENERATORS = {"conv2": "training.data.make_conversations", "conv3": "training.data.make_natural_conversations"}
 KINDS = {
     "conv2": {"reworded_context", "chatter", "irrelevant_history", "value_changed", "changed_quantity",
               "changed_account", "swapped_choice", "option_order", "other_intent", "different_context"},
@@ -36,23 +35,14 @@ def rows(name: str, part: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines()]
 
 
-@pytest.mark.parametrize("name", SCRIPTS)
-def test_the_files_are_what_the_script_makes(name: str) -> None:
-    script = ROOT / "scripts" / SCRIPTS[name]
-    spec = importlib.util.spec_from_file_location("_deja_make_conversations", script)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    try:
-        spec.loader.exec_module(module)
-        built = module.build()
-    finally:
-        del sys.modules[spec.name]
+@pytest.mark.parametrize("name", GENERATORS)
+def test_the_files_are_what_the_generator_makes(name: str) -> None:
+    built = importlib.import_module(GENERATORS[name]).build()
     parts = (*PARTS, *EXTRA_PARTS[name])
     assert {part: built[part] for part in parts} == {part: rows(name, part) for part in parts}
 
 
-@pytest.mark.parametrize("name", SCRIPTS)
+@pytest.mark.parametrize("name", GENERATORS)
 def test_no_family_is_in_both_parts_and_every_kind_is_in_each(name: str) -> None:
     parts = (*PARTS, *EXTRA_PARTS[name])
     families = {part: {row["family"] for row in rows(name, part)} for part in parts}
@@ -79,7 +69,7 @@ def _responses_body(messages: list[dict[str, str]]) -> dict[str, Any]:
     return {"model": "eval", "instructions": system, "input": items}
 
 
-@pytest.mark.parametrize("name", SCRIPTS)
+@pytest.mark.parametrize("name", GENERATORS)
 @pytest.mark.parametrize("part", PARTS)
 def test_each_pair_in_its_api_shape_gives_the_prompt_and_context_eval_compares(name: str, part: str) -> None:
     pairs = {pair.id: pair for pair in load_pairs(ROOT / "datasets" / f"{name}-{part}.jsonl")}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import re
 from collections import Counter
@@ -44,11 +44,7 @@ def pair_key(row: dict) -> tuple[str, str]:
 
 
 def load_script(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_deja_{name}", ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(f"training.data.{name}")
 
 
 @pytest.fixture(scope="module")

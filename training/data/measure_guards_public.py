@@ -1,6 +1,6 @@
 """Veto rates of the rule stages on public labelled pairs (../shared/datasets), paraphrases vs negatives.
 
-    python scripts/measure_guards_public.py [--root ../shared/datasets] [--limit 3000] [--min-similarity 0.8]
+    python -m training.data.measure_guards_public [--root ../shared/datasets] [--limit 3000] [--min-similarity 0.8]
 
 A good guard vetoes few true paraphrases ("false veto") and many negated / value-changed pairs. With
 --min-similarity only pairs whose MiniLM cosine similarity reaches it are counted (the stages only ever
@@ -23,9 +23,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from index.guards import PolarityStage, ValueStage
+from index.guards.polarity import PolarityStage
+from index.guards.values import ValueStage
 
 csv.field_size_limit(10**7)
 
@@ -158,14 +157,14 @@ def similarities(pairs: list[Pair]) -> list[float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="veto rates of the rule stages on public pairs")
-    parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[2] / "shared/datasets")
+    parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[3] / "shared/datasets")
     parser.add_argument("--limit", type=int, default=3000, help="pairs per group at most (random sample)")
     parser.add_argument("--min-similarity", type=float, default=None)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--show", type=str, default="", help="print vetoes/passes of groups containing this")
     args = parser.parse_args(argv)
     pairs = [p for source in SOURCES for p in source(args.root)]
-    pairs += list(local_dev(Path(__file__).resolve().parents[1]))
+    pairs += list(local_dev(Path(__file__).resolve().parents[2]))
     pairs = sample(pairs, args.limit, args.seed)
     if args.min_similarity is not None:
         sims = similarities(pairs)

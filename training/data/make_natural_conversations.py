@@ -19,7 +19,7 @@ small talk, unrelated question) is seen in dev. Kinds:
 A third part, ``holdout`` (datasets/conv3-holdout.jsonl), has families, small talk and unrelated questions
 written after the rule was settled on dev (and after test had been read once): it is measured once.
 
-Usage: python scripts/make_natural_conversations.py [--seed 34]
+Usage: python -m training.data.make_natural_conversations [--seed 34]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OUT = {"dev": ROOT / "datasets" / "conv3-dev.jsonl", "test": ROOT / "datasets" / "conv3-test.jsonl",
        "holdout": ROOT / "datasets" / "conv3-holdout.jsonl"}
 SEED = 34

@@ -18,7 +18,7 @@ detail. Families are dealt per domain alternately to dev and test (seeded): no t
 Each pair is tagged with the API whose shape it is sent in (``chat``, ``messages``, ``responses``; see
 `eval.shapes`); the turns are stored in chat shape, the canonical form every dialect reduces to.
 
-Usage: python scripts/make_conversations.py [--seed 26]
+Usage: python -m training.data.make_conversations [--seed 26]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OUT = {"dev": ROOT / "datasets" / "conv2-dev.jsonl", "test": ROOT / "datasets" / "conv2-test.jsonl"}
 SEED = 26
 DRAWS = 3

@@ -8,14 +8,14 @@ wrong / served):
   relevant context; the pair model scores both and the lower counts);
 - stream, trace2: each request of a trace against its most similar earlier prompt (rank 0, floor 0.5), dev
   part (judge calibration families) and test part, labelled by intent;
-- public: held-out pairs of PAWS, CANNOT, Breaking NLI, Redis LangCache (scripts/pair_data.py's calib split).
+- public: held-out pairs of PAWS, CANNOT, Breaking NLI, Redis LangCache (training/pair_data.py's calib split).
 Every single-turn pair is scored as a lone candidate (a cold cache: no rank or margin).
 
 The combination is a logistic stack of (logit judge P, logit pair P, cosine) fitted on the calib split of our
 own sources; its bar is the lowest whose wrong / served stays within the budget on EACH realistic calib
 source (pairs, conv, stream, trace2). Test splits are only reported.
 
-    python scripts/eval_pair_model.py [--write] [--json out.json]
+    python -m training.eval_pair_model [--write] [--json out.json]
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import argparse
 import json
 import math
 import random
-import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass, replace
@@ -32,12 +31,11 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from training import judge_data as tv
+from training import pair_data
+from training import train_judge as tj
 
-from scripts import judge_data as tv  # noqa: E402
-from scripts import pair_data  # noqa: E402
-from scripts import train_judge as tj  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 REALISTIC = ("pairs", "conv", "stream", "trace2")
 BUDGET = 0.02

@@ -3,30 +3,25 @@ its calibration on the export's own scores.
 
 Reads the float weights (`model.safetensors` + the bundled word embeddings) on torch, exports the full
 cross-encoder with `torch.onnx.export`, quantizes its weights to int8 (`onnxruntime.quantization.quantize_dynamic`),
-scores the held-out calib split of scripts/pair_data.py through the export and fits the isotonic calibration
+scores the held-out calib split of training/pair_data.py through the export and fits the isotonic calibration
 on those scores (the torch one is kept as `calibration_torch`). A combination fitted for earlier scores is
-dropped: run `scripts/eval_pair_model.py --write` after this. Needs the `onnx` package (dev extra).
+dropped: run `python -m training.eval_pair_model --write` after this. Needs the `onnx` package (dev extra).
 
-    python scripts/export_pair_model.py [--model index/data/pair]
+    python -m training.export_pair_model [--model index/data/pair]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from scripts import pair_data  # noqa: E402
-from scripts.train_pair_model import CALIB_PAIRS, OUT, calib_report, fit_isotonic, progress  # noqa: E402
+from training import pair_data
+from training.pair_calibration import OUT, calib_report, calib_sample, fit_isotonic, progress
 
 OPSET = 17
 AGREEMENT_PAIRS = 400  # calib pairs scored by both backends: how far int8 moved the scores
@@ -65,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     onnx = export(folder)
     progress(f"exported {onnx['file']} ({(folder / str(onnx['file'])).stat().st_size / 1e6:.1f} MB)")
     data = pair_data.build(pair_data.Plan())
-    calib = random.Random(pair_data.SEED).sample(data.calib, min(len(data.calib), CALIB_PAIRS))
+    calib = calib_sample(data.calib)
     meta_path = folder / METADATA_FILE
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     meta["onnx"] = onnx
@@ -82,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     meta["calibration"] = {"method": "isotonic on the mean logit of both orders, scored by the int8 ONNX export",
                            "fitted_on": "pair_data calib split", "xs": xs, "ys": ys}
     meta["calib_metrics_onnx"] = calib_report(raw, calib)
-    meta.pop("combination", None)  # fitted on other scores: refit with scripts/eval_pair_model.py --write
+    meta.pop("combination", None)  # fitted on other scores: refit with python -m training.eval_pair_model --write
     meta_path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
     progress(f"calibrated on {len(calib)} held-out pairs: {json.dumps(meta['calib_metrics_onnx'])}")
     return 0

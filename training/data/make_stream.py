@@ -29,7 +29,7 @@ How the trace is built (fully determined by SEED):
    ``twin_of`` links) are dealt per domain alternately to dev and test with their own seeded RNG (the same
    rule as ``make_trace2.py``), so replaying ``--part test`` replays intents never tuned on.
 
-Usage: python scripts/make_stream.py [--lines 600] [--seed 7]
+Usage: python -m training.data.make_stream [--lines 600] [--seed 7]
 """
 
 from __future__ import annotations
@@ -39,10 +39,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from training.data import intent_trace
 
-from scripts import intent_trace  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 SRC = ROOT / "datasets" / "src" / "intents"
 OUT = ROOT / "datasets" / "stream.jsonl"

@@ -1,19 +1,17 @@
 """Print markdown count tables for the files in datasets/ (pasted into datasets/README.md).
 
-Usage: python scripts/dataset_stats.py
+Usage: python -m training.data.dataset_stats
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from training.data import intent_trace
 
-from scripts import intent_trace  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 DATA = ROOT / "datasets"
 PAIR_KINDS = ["paraphrase", "negation", "value_change", "topic_shift", "unrelated"]

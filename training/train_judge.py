@@ -2,13 +2,13 @@
 
 Labelled pairs come from our dev splits (`datasets/pairs-dev.jsonl`, `datasets/conv-dev.jsonl`), licence-cleared
 public sets read at run time from ../shared/datasets (never copied into the repo) and hard pairs generated
-from them (antonym, negation, number and entity edits; the loaders of scripts/judge_data.py). Each pair
+from them (antonym, negation, number and entity edits; the loaders of training/judge_data.py). Each pair
 becomes a `JudgeInput` as the gateway would build it: MiniLM cosine of the prompts (and, for conversations,
 of the relevant contexts), and a rank and margin among the other cached prompts of the same source. Pairs are
 split by connected group into train / calibration; the calibration pairs the judge would see (cosine at or
 above the candidate floor) are kept beside the model for `Judge.cut`.
 
-    nice -n 10 python scripts/train_judge.py         # ~10 min on 2 shared cores (embeddings cached in /tmp)
+    nice -n 10 python -m training.train_judge         # ~10 min on 2 shared cores (embeddings cached in /tmp)
 
 Test splits (pairs-test, conv-test) and the stream trace are never read here.
 """
@@ -27,14 +27,11 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from eval.datasets import load_pairs  # noqa: E402
-from eval.sweep import comparable_keys  # noqa: E402
-from index.judge.features import FEATURE_NAMES, MISSING, JudgeInput, feature_matrix  # noqa: E402
-from index.judge.fit import TrainingPlan, calibrate, train  # noqa: E402
-from index.judge.model import (  # noqa: E402
+from eval.datasets import load_pairs
+from eval.sweep import comparable_keys
+from index.judge.features import FEATURE_NAMES, MISSING, JudgeInput, feature_matrix
+from index.judge.fit import TrainingPlan, calibrate, train
+from index.judge.model import (
     CONFIDENCE,
     Calibration,
     Judge,
@@ -43,8 +40,10 @@ from index.judge.model import (  # noqa: E402
     shipped_judge_dir,
     version_of,
 )
-from index.request.keys import ContextMatch  # noqa: E402
-from scripts import judge_data as tv  # noqa: E402
+from index.request.keys import ContextMatch
+from training import judge_data as tv
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SEED = 20261201
 PAIRS_DEV = ROOT / "datasets" / "pairs-dev.jsonl"
@@ -357,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     table = {s: {f"{sp}_{'same' if lab else 'diff'}": n for (src, sp, lab), n in sorted(counts.items()) if src == s}
              for s in sorted({r.source for r in rows})}
     meta = {
-        "command": "python scripts/train_judge.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": "python -m training.train_judge " + " ".join(argv if argv is not None else sys.argv[1:]),
         "seed": SEED, "candidate_floor": FLOOR, "confidence": CONFIDENCE, "features": list(FEATURE_NAMES),
         "plan": TrainingPlan().__dict__, "weights": WEIGHTS, "versions": tv.versions(),
         "data": {"files": {tv.relative(k): v for k, v in sorted(inputs.hashes.items())},

@@ -30,7 +30,7 @@ Jaccard >= 0.8), are merged.  The split is deterministic (SEED below): families
 are shuffled, assigned greedily to dev (~60%) or test (~40%) and then refined by
 a local search so that every (domain, kind) cell stays close to the 60/40 ratio.
 
-Usage:  python scripts/build_datasets.py [--check]
+Usage:  python -m training.data.build_datasets [--check]
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "datasets"
 SRC = DATA / "src"
 SEED = 20240611

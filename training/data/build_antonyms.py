@@ -3,7 +3,7 @@
 
 Run once when WordNet or the derivation rules change; the runtime only reads the derived table:
 
-    python scripts/build_antonyms.py [--wordnet /usr/share/wordnet] [--out index/guards/data]
+    python -m training.data.build_antonyms [--wordnet /usr/share/wordnet] [--out index/guards/data]
 
 Each antonym pointer (`!`) of the four data files gives a direct word pair, and irregular inflections from
 the `.exc` lists are paired with the antonym's forms (better -> worse). Marked "indirect" (noisier, so the
@@ -26,7 +26,7 @@ from pathlib import Path
 
 HEADER = (
     "# word<TAB>antonym[<TAB>indirect], both directions, lowercased. Derived from WordNet 3.0 (Princeton\n"
-    "# University) by scripts/build_antonyms.py; see WORDNET_LICENSE.txt beside this file. 'indirect' marks\n"
+    "# University) by training/data/build_antonyms.py; see WORDNET_LICENSE.txt beside this file. 'indirect' marks\n"
     "# a satellite paired with its head's antonym (cheap/expensive): noisier, so the runtime wants it aligned.\n"
 )
 # Regular comparative/superlative forms are added for short gradable adjectives only.
@@ -210,7 +210,7 @@ def license_text(wordnet: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--wordnet", type=Path, default=Path("/usr/share/wordnet"))
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "index/guards/data")
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[2] / "index/guards/data")
     parser.add_argument(
         "--satellites", action=argparse.BooleanOptionalAction, default=True,
         help="also pair adjective satellites with their head's antonyms (cheap -> expensive)",

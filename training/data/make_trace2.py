@@ -25,7 +25,7 @@ How the trace is built (fully determined by SEED):
    not seen before: the hand-written wordings first, then surface variants (lower case, trailing ``?``/``.``
    dropped). REPEAT_SHARE of the lines are byte-identical repeats of an earlier line of the same intent.
 
-Usage: python scripts/make_trace2.py [--lines 800] [--seed 11]
+Usage: python -m training.data.make_trace2 [--lines 800] [--seed 11]
 """
 
 from __future__ import annotations
@@ -35,10 +35,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from training.data import intent_trace
 
-from scripts import intent_trace  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 SRC = ROOT / "datasets" / "src" / "trace2"
 OUT = ROOT / "datasets" / "trace2.jsonl"

@@ -1,6 +1,6 @@
 """The judge's training data: labelled prompt pairs from our dev split, licence-cleared public sets in
 /work/shared/datasets and pairs generated here (antonym / negation / number / entity edits of public
-paraphrase questions), grouped so that near-copies never straddle a split. `scripts/train_judge.py` reads it.
+paraphrase questions), grouped so that near-copies never straddle a split. `training/train_judge.py` reads it.
 
 Public sentences are read from the shared folder at training time and never written into the repo.
 """
@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 SEED = 20241129
 SHARED = Path("/work/shared/datasets")

@@ -1,13 +1,13 @@
-"""Train the pair model: a cross-encoder from the bundled all-MiniLM-L6-v2 on scripts/pair_data.py's pairs.
+"""Train the pair model: a cross-encoder from the bundled all-MiniLM-L6-v2 on training/pair_data.py's pairs.
 
 Writes index/data/pair/ (only what fine-tuning changed: the first layers and the head in float16; the word
 embeddings are read from the bundled model at run time) with metadata.json: seed, data hashes, licences,
 steps, the machine that produced it, and the isotonic calibration fitted on the held-out calib split.
 
-    python scripts/train_pair_model.py          # CPU: 6 layers, length 64, 6000 steps (~50 min; 55 min guard)
-    python scripts/train_pair_model.py --large  # GPU: 6 layers, max length 128, more steps
+    python -m training.train_pair_model          # CPU: 6 layers, length 64, 6000 steps (~50 min; 55 min guard)
+    python -m training.train_pair_model --large  # GPU: 6 layers, max length 128, more steps
 
-Ends by exporting the runtime's int8 ONNX model and calibrating it (scripts/export_pair_model.py).
+Ends by exporting the runtime's int8 ONNX model and calibrating it (training/export_pair_model.py).
 
 The time guard ends training early on a busy machine; the learning-rate schedule follows whichever of steps
 or wall time is further along, so a cut run still ends at a low learning rate.
@@ -27,14 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from scripts import judge_data as tv  # noqa: E402
-from scripts import pair_data  # noqa: E402
-
-OUT = ROOT / "index" / "data" / "pair"
-CALIB_PAIRS = 2500  # held-out pairs scored (both orders) for the calibration; more costs minutes on a busy CPU
+from training import export_pair_model, pair_data
+from training import judge_data as tv
+from training.pair_calibration import OUT, calib_report, calib_sample, fit_isotonic, progress
 
 
 @dataclass(frozen=True)
@@ -51,10 +46,6 @@ class Config:
 
 
 LARGE = Config(layers=6, steps=12000, batch=64, lr=4e-5, max_length=128, minutes=40.0, threads=8, device="cuda")
-
-
-def progress(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def batches(train: list[tv.Example], cfg: Config, rng: random.Random) -> Iterator[list[tuple[str, str, int]]]:
@@ -153,31 +144,11 @@ def shipped_state(model: object) -> dict[str, object]:
             if not k.endswith("word_embeddings.weight") and not k.endswith("position_ids")}
 
 
-def fit_isotonic(raw: np.ndarray, y: np.ndarray) -> tuple[list[float], list[float]]:
-    """Isotonic fit as knots for np.interp (what IsotonicRegression.predict computes, clipped outside)."""
-    from sklearn.isotonic import IsotonicRegression
-
-    iso = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0).fit(raw, y)
-    return [float(x) for x in iso.X_thresholds_], [float(v) for v in iso.y_thresholds_]
-
-
 def both_orders(model: object, tokenizer: object, pairs: list[tuple[str, str]], max_length: int) -> np.ndarray:
     """Mean logit of (a, b) and (b, a): the score the runtime computes."""
     forward = ce_logits(model, tokenizer, pairs, max_length)
     backward = ce_logits(model, tokenizer, [(b, a) for a, b in pairs], max_length)
     return np.asarray((forward + backward) / 2)
-
-
-def calib_report(raw: np.ndarray, calib: list[tv.Example]) -> dict[str, object]:
-    from sklearn.metrics import roc_auc_score
-
-    y = np.array([ex.label for ex in calib])
-    by_source: dict[str, object] = {}
-    for source in sorted({ex.source for ex in calib}):
-        m = np.array([ex.source == source for ex in calib])
-        if len(set(y[m].tolist())) == 2:
-            by_source[source] = round(float(roc_auc_score(y[m], raw[m])), 4)
-    return {"auc": round(float(roc_auc_score(y, raw)), 4), "auc_by_source": by_source, "pairs": len(calib)}
 
 
 def ship(out: Path, model: object, cfg: Config, cal: tuple[list[float], list[float]], meta: dict[str, object]) -> None:
@@ -209,7 +180,7 @@ def ship(out: Path, model: object, cfg: Config, cal: tuple[list[float], list[flo
         **meta,
     }
     old = out / METADATA_FILE
-    if old.exists():  # keep a combination fitted by scripts/eval_pair_model.py for these same weights
+    if old.exists():  # keep a combination fitted by training/eval_pair_model.py for these same weights
         previous = json.loads(old.read_text(encoding="utf-8"))
         if "combination" in previous and previous.get("weights_sha256") == meta.get("weights_sha256"):
             full["combination"] = previous["combination"]
@@ -243,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(cfg.threads)
     data = pair_data.build(pair_data.Plan())
-    data.calib = random.Random(pair_data.SEED).sample(data.calib, min(len(data.calib), CALIB_PAIRS))
+    data.calib = calib_sample(data.calib)
     progress(f"{len(data.train)} train pairs, {len(data.calib)} calib pairs; config {cfg}")
     # A continued run draws other batches than the run it continues (same data, another order).
     offset = args.order_seed if args.order_seed is not None else (1 if cfg.init else 0)
@@ -253,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     state = shipped_state(model)
     digest = hashlib.sha256(b"".join(v.numpy().tobytes() for _, v in sorted(state.items()))).hexdigest()  # type: ignore[attr-defined]
     meta = {
-        "command": "python scripts/train_pair_model.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": "python -m training.train_pair_model " + " ".join(argv if argv is not None else sys.argv[1:]),
         "seed": pair_data.SEED, "config": asdict(cfg), "training": done,
         "machine": {"device": cfg.device, "platform": platform.platform(), "processor": platform.processor(),
                     "torch_threads": cfg.threads,
@@ -266,8 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     ship(args.out, model, cfg, (xs, ys), meta)
     progress(f"wrote {args.out}: {json.dumps(meta['calib_metrics'])}")
-    from scripts import export_pair_model  # the runtime's int8 ONNX export, calibrated on its own scores
-
+    # The runtime's int8 ONNX export, calibrated on its own scores.
     return export_pair_model.main(["--model", str(args.out)])
 
 
