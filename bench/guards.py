@@ -16,8 +16,9 @@ from collections.abc import Callable
 
 from bench.common import p
 from index.embedding.embedder import MiniLMEmbedder
-from index.guards import PolarityStage, ValueStage
+from index.guards.polarity import PolarityStage
 from index.guards.text import CACHE_SIZE
+from index.guards.values import ValueStage
 
 _SHORT = [
     "How do I cancel my subscription?",

@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-.venv/bin/python -m ruff check service index eval support tests bench scripts docs/hooks
+.venv/bin/python -m ruff check service index eval support tests bench training docs/hooks
 .venv/bin/python -m mypy
 # The manual: a broken link, anchor or settings reference fails the build. Not `-q`: it hides the warnings
 # that --strict counts, and the build then passes with broken links.
