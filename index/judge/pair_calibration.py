@@ -1,4 +1,4 @@
-"""The pair model's fitted records: `Calibration` (its mean logit to P(same answer)) and `Combination` (the
+"""The pair model's fitted records: `PairCalibration` (its mean logit to P(same answer)) and `Combination` (the
 logistic stack of the judge's P, the pair model's P and the cosine, with its bar per false-hit budget)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ _EPS = 1e-4
 
 
 @dataclass(frozen=True)
-class Calibration:
+class PairCalibration:
     """Monotone map from the mean logit to P(same answer): linear between fitted knots, clipped outside."""
 
     xs: tuple[float, ...]
@@ -29,7 +29,7 @@ class Calibration:
             raise ValueError("calibration ys must be probabilities")
 
     @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> Calibration:
+    def from_json(cls, raw: dict[str, Any]) -> PairCalibration:
         return cls(tuple(map(float, raw["xs"])), tuple(map(float, raw["ys"])))
 
     def probabilities(self, raw: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from index.embedding.embedder import bundled_model_path
 from index.errors import DejaError
-from index.judge.pair_calibration import Calibration, Combination
+from index.judge.pair_calibration import Combination, PairCalibration
 
 WEIGHTS_FILE = "model.safetensors"
 ONNX_FILE = "model.int8.onnx"  # the runtime's export (training/export_pair_model.py): self-contained, int8 weights
@@ -70,12 +70,12 @@ class PairModelMetadata:
     base_embeddings_sha256: str
     layers: int
     max_length: int
-    calibration: Calibration
+    calibration: PairCalibration
     combination: Combination | None
     weights_sha256: str = ""
     onnx_sha256: str = ""
     # The calibration of the float weights' scores, kept when the ONNX export's replaced it (None = the same).
-    calibration_torch: Calibration | None = None
+    calibration_torch: PairCalibration | None = None
 
     @classmethod
     def read(cls, model_dir: Path) -> PairModelMetadata:
@@ -91,11 +91,11 @@ class PairModelMetadata:
             base_embeddings_sha256=str(raw["base_embeddings_sha256"]),
             layers=int(raw["layers"]),
             max_length=int(raw["max_length"]),
-            calibration=Calibration.from_json(raw["calibration"]),
+            calibration=PairCalibration.from_json(raw["calibration"]),
             combination=Combination.from_json(combo) if combo else None,
             weights_sha256=str(raw.get("weights_sha256", "")),
             onnx_sha256=str(raw.get("onnx", {}).get("sha256", "")),
-            calibration_torch=Calibration.from_json(cal_torch) if cal_torch else None,
+            calibration_torch=PairCalibration.from_json(cal_torch) if cal_torch else None,
         )
 
 

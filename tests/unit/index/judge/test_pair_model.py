@@ -12,8 +12,8 @@ import pytest
 from index.judge.pair_model import (
     KIND,
     METADATA_FILE,
-    Calibration,
     Combination,
+    PairCalibration,
     PairModelError,
     PairModelMetadata,
     combine,
@@ -43,7 +43,7 @@ def test_shipped_model_is_small_and_records_its_data() -> None:
 
 
 def test_calibration_is_monotone_and_clipped() -> None:
-    cal = Calibration((-2.0, 0.0, 2.0), (0.05, 0.5, 0.95))
+    cal = PairCalibration((-2.0, 0.0, 2.0), (0.05, 0.5, 0.95))
     p = cal.probabilities(np.array([-9.0, -1.0, 0.0, 1.0, 9.0]))
     assert p.tolist() == pytest.approx([0.05, 0.275, 0.5, 0.725, 0.95])
 
@@ -52,7 +52,7 @@ def test_calibration_is_monotone_and_clipped() -> None:
                          ids=["unsorted", "not-a-probability", "empty"])
 def test_bad_calibration_is_refused(xs: tuple[float, ...], ys: tuple[float, ...]) -> None:
     with pytest.raises(ValueError):
-        Calibration(xs, ys)
+        PairCalibration(xs, ys)
 
 
 def test_combination_rises_with_each_input() -> None:
