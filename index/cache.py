@@ -177,7 +177,7 @@ class Cache:
         t0 = time.perf_counter()
         vectors = self.embed_request(key)
         t1 = time.perf_counter()
-        k = max(self.config.candidates, policy.judge_candidates) if policy.reads_judge else self.config.candidates
+        k = max(self.config.candidates, policy.judge_candidates) if policy.guarded else self.config.candidates
         neighbors = self.index.search(vectors.index, key.scope, k=k)
         t2 = time.perf_counter()
         timings.update(embed=(t1 - t0) * 1000, search=(t2 - t1) * 1000)
@@ -199,7 +199,7 @@ class Cache:
         """The candidates the decision reads, most similar first. Guarded mode: the top K at or above the log floor
         (a plain rewording below the threshold is still served). Cosine rule: those above the threshold, else the
         top one if above the log floor (for the log)."""
-        limit = policy.judge_candidates if policy.reads_judge else len(neighbors)
+        limit = policy.judge_candidates if policy.guarded else len(neighbors)
         floor = min(policy.min_similarity, self.config.log_floor)
         # Every neighbour the loop may reach, read in one query (the loop below decides which it uses).
         reachable = [n.entry_id for n in neighbors if n.similarity >= floor]
@@ -210,7 +210,7 @@ class Cache:
             return []
         out: list[tuple[Candidate, StoredEntry]] = []
         for neighbor in neighbors:
-            below = neighbor.similarity < policy.min_similarity and not policy.reads_judge
+            below = neighbor.similarity < policy.min_similarity and not policy.guarded
             if len(out) >= limit or neighbor.similarity < floor or (below and out):
                 break
             stored = self._servable_candidate(rows.get(neighbor.entry_id))

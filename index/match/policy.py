@@ -119,8 +119,9 @@ class MatchPolicy:
 
     @property
     def reads_judge(self) -> bool:
-        """The decision reads the learned scores (guarded mode): a judge is loaded for the learned veto."""
-        return self.guarded
+        """The decision reads the learned scores: guarded mode with the learned veto on (`veto_below` > 0); only
+        then is a judge (and the pair model) loaded and the entries' label histories read."""
+        return self.guarded and self.veto_below > 0.0
 
     def describe(self) -> str:
         """One line: what serves a semantic hit under this policy."""
