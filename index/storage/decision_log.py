@@ -78,7 +78,8 @@ class LabeledDecision:
 
 # The miss reason the retired judge mode logged (its P below its bar); read back as a miss below the bar.
 RETIRED_BELOW_BAR = "judge_below_bar"
-_PRECEDENCE = [LabelSource.HUMAN, LabelSource.FEEDBACK, LabelSource.AUDIT, LabelSource.EXPLORE,
+# Label sources by precedence (a decision with several labels takes the first): human > feedback > audit > ...
+PRECEDENCE = [LabelSource.HUMAN, LabelSource.FEEDBACK, LabelSource.AUDIT, LabelSource.EXPLORE,
                LabelSource.SHADOW]
 
 
@@ -181,7 +182,7 @@ class DecisionLog:
         best: dict[str, tuple[int, LabeledDecision]] = {}
         for row in rows:
             source = LabelSource(row.source)
-            rank = _PRECEDENCE.index(source)
+            rank = PRECEDENCE.index(source)
             if row.request_id not in best or rank < best[row.request_id][0]:
                 best[row.request_id] = (rank, LabeledDecision(_row_to_decision(row), bool(row.correct), source))
         return [item for _, item in sorted(best.values(), key=lambda x: x[1].decision.created_at)]

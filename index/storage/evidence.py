@@ -13,14 +13,12 @@ from sqlalchemy import Engine, or_, select
 from index.errors import store_errors
 from index.match.evidence import Observation
 from index.records import Verdict
-from index.storage.decision_log import LabelSource
+from index.storage.decision_log import PRECEDENCE, LabelSource
 from index.storage.schema import decisions, labels
 
 # Decisions read per namespace at most (the newest): older evidence weighs little after aging anyway.
 MAX_OBSERVATIONS = 20_000
 _CHUNK = 500
-_PRECEDENCE = [LabelSource.HUMAN, LabelSource.FEEDBACK, LabelSource.AUDIT, LabelSource.EXPLORE,
-               LabelSource.SHADOW]
 
 
 class EvidenceLog:
@@ -57,7 +55,7 @@ class EvidenceLog:
             query = select(labels.c.request_id, labels.c.source, labels.c.correct).where(
                 labels.c.request_id.in_(chunk))
             for row in conn.execute(query).all():  # type: ignore[attr-defined]
-                rank = _PRECEDENCE.index(LabelSource(row.source))
+                rank = PRECEDENCE.index(LabelSource(row.source))
                 if row.request_id not in best or rank < best[row.request_id][0]:
                     best[row.request_id] = (rank, bool(row.correct))
         return {request_id: correct for request_id, (_, correct) in best.items()}
