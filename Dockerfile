@@ -16,11 +16,15 @@ RUN python -m venv /opt/venv && python -m pip install --upgrade pip
 # As scripts/install.sh: torch pinned and installed first (an unpinned torch pulls CUDA); here from the CPU index.
 RUN python -m pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
 WORKDIR /src
+# The product's dependencies at the versions the lock names, hashes checked (scripts/lock.sh writes it from the
+# same resolution as the lock the test suite passed on); then the project alone.
+COPY requirements/product.lock.txt ./requirements/
+RUN python -m pip install --require-hashes --no-deps -r requirements/product.lock.txt
 COPY pyproject.toml ./
 COPY index ./index
 COPY service ./service
 COPY eval ./eval
-RUN python -m pip install .
+RUN python -m pip install --no-deps .
 # Fail the build, not the first request, if the installed package cannot load the bundled model offline.
 WORKDIR /
 RUN HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python -c "from index.embedding.embedder import OnnxMiniLMEmbedder; \

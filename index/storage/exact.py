@@ -111,9 +111,10 @@ def redis_client(url: str, timeout_seconds: float) -> Any:
         service, _, db = parts.path.strip("/").partition("/")
         if not service:
             raise ValueError("redis+sentinel:// URL needs the service name as its path")
-        sentinel = Sentinel(_hosts(parts.netloc), sentinel_kwargs=timeouts,  # type: ignore[no-untyped-call]
-                            password=password, **timeouts)
-        return sentinel.master_for(service, db=int(db or 0))  # type: ignore[no-untyped-call]
+        # The connection arguments by name: redis-py types `**connection_kwargs` as Any, but not a spread dict.
+        sentinel = Sentinel(_hosts(parts.netloc), sentinel_kwargs=timeouts, password=password,
+                            socket_timeout=timeout_seconds, socket_connect_timeout=timeout_seconds)
+        return sentinel.master_for(service, db=int(db or 0))
     return redis.Redis.from_url(url, **timeouts)
 
 
