@@ -1,6 +1,6 @@
 """`eval` commands (`python -m eval ...`, mounted as `deja eval ...`): the one typer app; each command's body and
 helpers live in its own module (`eval.sweep_cli`, `eval.replay_cli`, `eval.panel_cli`, `eval.fit_cli`,
-`eval.conversations_cli`).
+`eval.conversations_cli`, `eval.details_cli`).
 
 Results go to stdout (tables or `--json`); progress and notes go to stderr. Failures exit 1 with one line.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import typer
 
 from eval.conversations_cli import conversations
+from eval.details_cli import details
 from eval.fit_cli import fit
 from eval.panel_cli import panel
 from eval.replay_cli import replay
@@ -23,3 +24,4 @@ app.command()(replay)
 app.command()(panel)
 app.command()(fit)
 app.command()(conversations)
+app.command()(details)

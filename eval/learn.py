@@ -36,7 +36,7 @@ from index.guards.stages import Stage
 from index.match.answers import AnswerBaselines, compare_answers
 from index.match.audit_sampler import AuditSampler, HitFacts
 from index.match.decide import Deciders
-from index.match.evidence import Observation, collect
+from index.match.evidence import Observation, by_kind, collect
 from index.match.explore import Exploration
 from index.match.learned import JudgeModel, PairReader
 from index.match.live_threshold import LearnerConfig
@@ -170,7 +170,8 @@ class _Deployment:
             if lookup.verdict is Verdict.EXACT_HIT:
                 self.observations.append(Observation(1.0, fixed=True))
             if lookup.verdict is Verdict.SEMANTIC_HIT and decision is not None:
-                self.observations.append(Observation(decision.similarity, fixed=not decision.would_serve))
+                self.observations.append(Observation(decision.similarity, fixed=not decision.would_serve,
+                                                     kind=decision.kind))
                 self._audit(request, lookup, right)
             return
         fresh = self.answer(request.intent)
@@ -178,7 +179,7 @@ class _Deployment:
             right = self.intent_of.get(lookup.candidate_id) == request.intent
             cached = answer_text(lookup.candidate_response or {})
             label = self._label(fresh, cached, right, near_miss=True, intent=request.intent)
-            self.observations.append(Observation(decision.similarity, label))
+            self.observations.append(Observation(decision.similarity, label, kind=decision.kind))
             if label is not None:
                 self.labels["explore" if decision.reason is Reason.EXPLORED else "shadow"] += 1
         entry = self.cache.store_answer(key, _body(request, fresh), lookup.vector)
@@ -197,7 +198,7 @@ class _Deployment:
         label = self._label(fresh, answer_text(lookup.response.body), right, near_miss=False, second=second,
                             intent=request.intent)
         if label is not None and decision.would_serve:
-            self.observations[-1] = Observation(decision.similarity, label)
+            self.observations[-1] = Observation(decision.similarity, label, kind=decision.kind)
             self.labels["audit"] += 1
 
     def _label(self, fresh: str, cached: str, truth: bool, near_miss: bool, intent: str,
@@ -228,7 +229,8 @@ class _Deployment:
     def learn(self) -> None:
         if self.config.learn:
             policy = self.cache.matcher.policy
-            self.book.update(NAMESPACE, collect(self.observations, policy.learn_floor), policy.min_similarity)
+            for kind, observations in by_kind(self.observations).items():
+                self.book.update(NAMESPACE, collect(observations, policy.learn_floor), policy.prior_for(kind), kind)
 
 
 def _body(request: StreamRequest, text: str) -> dict[str, Any]:

@@ -173,7 +173,6 @@ class Cache:
             self.context_memo.put(stored.embedding_model, _context_input(stored.context_text), stored.context_vector)
 
     def _semantic(self, key: CacheKey, policy: MatchPolicy, timings: dict[str, float], degraded: list[str]) -> Lookup:
-        policy = policy.for_request(conversation=key.context_text is not None)
         t0 = time.perf_counter()
         vectors = self.embed_request(key)
         t1 = time.perf_counter()

@@ -16,6 +16,7 @@ from index.embedding.memo import DEFAULT_CONTEXT_MEMO_SIZE
 from index.guards.stages import STAGE_ORDER
 from index.match.explore import DEFAULT_EXPLORE_RATE
 from index.match.policy import (
+    DEFAULT_ALTERNATIVE_MIN_SIMILARITY,
     DEFAULT_AUDIT_RATE,
     DEFAULT_CANDIDATES,
     DEFAULT_JUDGE_CANDIDATES,
@@ -23,6 +24,7 @@ from index.match.policy import (
     DEFAULT_LOG_FLOOR,
     DEFAULT_MAX_FALSE_HIT_RATE,
     DEFAULT_MIN_CONTEXT_SIMILARITY,
+    DEFAULT_SLOT_MIN_SIMILARITY,
     DEFAULT_VETO_BELOW,
     RETIRED_JUDGE_MODE,
     DecisionMode,
@@ -161,6 +163,14 @@ class Settings(BaseSettings):
     learn_floor: float = Field(
         DEFAULT_LEARN_FLOOR, ge=-1.0, le=1.0, description="The lowest cosine threshold a namespace's evidence may "
         "choose; candidates from here up to the threshold are the near misses that are labelled")
+    slot_min_similarity: float = Field(
+        DEFAULT_SLOT_MIN_SIMILARITY, ge=-1.0, le=1.0, description="Guarded mode: the cold-start cosine threshold of "
+        "a single-turn candidate whose prompt changes a slot (one or two content words swapped for words WordNet "
+        "does not call the same); each namespace then learns its own from the labels of such candidates")
+    alternative_min_similarity: float = Field(
+        DEFAULT_ALTERNATIVE_MIN_SIMILARITY, ge=-1.0, le=1.0, description="Guarded mode: the cold-start cosine "
+        "threshold of a single-turn candidate whose prompt swaps a content word for a WordNet sibling or antonym "
+        "(red/blue, buy/sell); 1.0 = never served until the namespace's own labels of such candidates move it")
     explore_rate: float = Field(
         DEFAULT_EXPLORE_RATE, ge=0.0, le=1.0,
         description="Guarded mode: share of the hits the learned veto doubts (P in the lower half of the range "
@@ -252,6 +262,8 @@ class Settings(BaseSettings):
             max_decision_chars=self.max_decision_chars,
             veto_below=self.veto_below,
             learn_floor=self.learn_floor,
+            slot_similarity=self.slot_min_similarity,
+            alternative_similarity=self.alternative_min_similarity,
         )
 
     @property

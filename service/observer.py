@@ -47,7 +47,7 @@ class Observer:
             exchange.request_id, exchange.key.namespace, exchange.key.model, exchange.key.prompt,
             lookup.candidate_id, lookup.candidate_prompt, decision.similarity, min_similarity, decision.logged_stages(),
             lookup.verdict.value, decision.reason, decision.vetoed_by, self.clock(), exchange.dialect.name,
-            decision.would_serve))
+            decision.would_serve, decision.kind.value))
 
     def _exact_hit(self, exchange: Exchange, min_similarity: float) -> None:
         """An exact hit is served whatever the threshold: it counts among what the namespace serves (the learned

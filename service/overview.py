@@ -12,6 +12,7 @@ from sqlalchemy import Engine, func, select
 
 from index.errors import store_errors
 from index.match.bar import raised
+from index.match.outcome import Kind
 from index.records import Verdict
 from index.storage.schema import decisions
 from service.runtime import Runtime
@@ -152,6 +153,8 @@ def _threshold_tracks(rt: Runtime, namespaces: Iterable[str], since: float, now:
     """Guarded mode: each namespace's learned threshold over time, a step at every move."""
     moves: dict[str, list[tuple[float, float, float]]] = {}
     for move in rt.learned.history:
+        if move.kind is not Kind.COSINE:
+            continue
         moves.setdefault(move.namespace, []).append((move.at, move.old, move.new))
     tracks = []
     for namespace in sorted(set(namespaces) | moves.keys()):

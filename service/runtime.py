@@ -170,7 +170,7 @@ class Runtime:
         self.budget = BudgetKeeper(self.engine, self.bars, self.metrics, self.differences, self.prior_bar,
                                    self.learned.threshold if learns else None)
         self.threshold_keeper = ThresholdKeeper(self.learned, EvidenceLog(self.engine),
-                                                lambda ns: self.thresholds.prior_for(ns).min_similarity, self.metrics)
+                                                self.thresholds.prior_for, self.metrics)
         self.upstream = build_upstream(settings, settings.upstream_url, parts.transport)
         self.anthropic_upstream = build_upstream(settings, settings.anthropic_upstream_url, parts.transport)
         self.label_model = None if settings.label_model is None else LabelModel(

@@ -1,5 +1,5 @@
-"""Each namespace's learned cosine threshold on a gateway: `ThresholdKeeper.refresh` (the upkeep tick, every
-`DEJA_THRESHOLD_INTERVAL_SECONDS`) re-reads every namespace's evidence from the shared decision log
+"""Each namespace's learned thresholds (one per kind of difference) on a gateway: `ThresholdKeeper.refresh` (the
+upkeep tick, every `DEJA_THRESHOLD_INTERVAL_SECONDS`) re-reads every namespace's evidence from the shared decision log
 (`index.storage.evidence`) and lets `index.match.threshold_book` choose; `view` is what `/deja/budget` and the
 overview page show: the threshold in force, the evidence per band behind it and the labels that would move it."""
 
@@ -11,7 +11,9 @@ from collections.abc import Callable
 from pydantic import BaseModel
 
 from index.errors import StoreUnavailable
-from index.match.evidence import collect
+from index.match.evidence import by_kind, collect
+from index.match.outcome import Kind
+from index.match.policy import MatchPolicy
 from index.match.threshold_book import ThresholdBook, ThresholdMove
 from index.storage.evidence import EvidenceLog
 from service.metrics import Metrics
@@ -29,7 +31,8 @@ class BandRow(BaseModel):
 
 class NamespaceThreshold(BaseModel):
     namespace: str
-    threshold: float  # the cosine threshold in force
+    kind: str  # the kind of difference: cosine (single-turn wording), slot (a changed slot), conversation
+    threshold: float  # the cosine threshold in force for this kind
     prior: float  # the threshold a namespace without evidence serves at
     estimate: float  # estimated wrong ÷ served at the threshold in force
     within_budget: float  # posterior probability that wrong ÷ served is within the budget there
@@ -42,6 +45,7 @@ class NamespaceThreshold(BaseModel):
 
 class ThresholdMoveView(BaseModel):
     namespace: str
+    kind: str
     old: float
     new: float
     estimate: float
@@ -53,7 +57,7 @@ class ThresholdMoveView(BaseModel):
 class ThresholdKeeper:
     """Refreshes the book from SQL; the book itself is what the Matcher reads."""
 
-    def __init__(self, book: ThresholdBook, evidence: EvidenceLog, prior: Callable[[str], float],
+    def __init__(self, book: ThresholdBook, evidence: EvidenceLog, prior: Callable[[str], MatchPolicy],
                  metrics: Metrics) -> None:
         self.book = book
         self.evidence = evidence
@@ -65,29 +69,32 @@ class ThresholdKeeper:
         moves = []
         try:
             for namespace in self.evidence.namespaces():
-                found = collect(self.evidence.observations(namespace), self.book.config.floor)
-                move = self.book.update(namespace, found, self.prior(namespace))
-                state = self.book.state(namespace)
-                if state is not None:
-                    self.metrics.threshold.labels(namespace).set(state.threshold)
-                if move is not None:
-                    moves.append(move)
-                    self.metrics.threshold_moves.labels("down" if move.new < move.old else "up").inc()
+                policy = self.prior(namespace)
+                for kind, observations in by_kind(self.evidence.observations(namespace)).items():
+                    found = collect(observations, self.book.config.floor)
+                    move = self.book.update(namespace, found, policy.prior_for(kind), kind)
+                    state = self.book.state(namespace, kind)
+                    if state is not None and kind is Kind.COSINE:
+                        self.metrics.threshold.labels(namespace).set(state.threshold)
+                    if move is not None:
+                        moves.append(move)
+                        self.metrics.threshold_moves.labels("down" if move.new < move.old else "up").inc()
         except StoreUnavailable as exc:
             log.warning("thresholds not refreshed: %s", exc)
         return moves
 
     def view(self) -> list[NamespaceThreshold]:
         rows = []
-        for namespace, s in sorted(self.book.states().items()):
+        for (namespace, kind), s in sorted(self.book.states().items()):
             bands = [BandRow(low=b.low, requests=round(b.mass, 3), right=round(b.right, 3), wrong=round(b.wrong, 3),
                              wrong_rate=round(b.wrong_rate, 5)) for b in s.bands]
             rows.append(NamespaceThreshold(
-                namespace=namespace, threshold=s.threshold, prior=s.prior, estimate=round(s.estimate, 5),
+                namespace=namespace, kind=kind.value, threshold=s.threshold, prior=s.prior,
+                estimate=round(s.estimate, 5),
                 within_budget=round(s.within, 4), labels=s.labels, next_down=s.next_down,
                 labels_to_move=s.labels_to_move, requests_to_move=s.requests_to_move, bands=bands))
         return rows
 
     def moves(self) -> list[ThresholdMoveView]:
-        return [ThresholdMoveView(namespace=m.namespace, old=m.old, new=m.new, estimate=m.estimate,
+        return [ThresholdMoveView(namespace=m.namespace, kind=m.kind.value, old=m.old, new=m.new, estimate=m.estimate,
                                   within_budget=m.within, labels=m.labels, at=m.at) for m in self.book.history]

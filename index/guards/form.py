@@ -2,7 +2,8 @@
 only in words that never change what is asked (articles, the do/can auxiliary of a question, a politeness
 frame), in case, punctuation, spacing or contractions. Such a pair asks the same question.
 
-A clause moved to the front keeps the content words' cyclic order, and is the same question too.
+A clause moved to the front keeps the content words' cyclic order, and is the same question too; a word and its
+clipped form ("dicts" / "dictionaries") are one word.
 
 Everything else counts as content: nouns, verbs, adjectives, numbers, pronouns ("my" vs "your"), prepositions
 ("to" vs "from", "before" vs "after"), negations, wh-words, tense and most modals. So an action and its opposite,
@@ -15,6 +16,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from index.guards.lexicon import load
 from index.guards.text import CACHE_SIZE, normalize, stem, word_set
 
 # Words, numbers and the symbols that change a value or an expression (a sign, an operator, a unit mark);
@@ -47,7 +49,20 @@ def same_content(query: str, cached: str) -> bool:
     left, right = content(query), content(cached)
     if len(left) < MIN_CONTENT_WORDS:
         return False
-    return left == right or rotated(left, right) or "".join(left) == "".join(right)
+    return (left == right or rotated(left, right) or "".join(left) == "".join(right)
+            or (len(left) == len(right) and all(a == b or abbreviates(a, b) for a, b in zip(left, right, strict=True))))
+
+
+# An abbreviation keeps this many letters of its word at least ("int" for "integer", "dict" for "dictionary").
+MIN_ABBREVIATION = 3
+
+
+def abbreviates(a: str, b: str) -> bool:
+    """One word is the other's clipped form: the shorter (at least three letters) begins the longer and is no
+    English word of its own ("dict"/"dictionary", "int"/"integer"; never "car"/"card", "pen"/"penguin")."""
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    return (len(short) >= MIN_ABBREVIATION and long.startswith(short) and short.isalpha()
+            and short not in load().english)
 
 
 def rotated(left: tuple[str, ...], right: tuple[str, ...]) -> bool:

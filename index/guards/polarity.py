@@ -26,7 +26,13 @@ _NONE: frozenset[str] = frozenset()
 _SHORT_PROMPT = 16
 # Verbs that carry a negation ("refuse to X" ~ "not X"): counted like "not", so "avoid giving" and
 # "refuse to provide" agree, while "Should AI refuse X?" vs "Should AI do X?" does not.
-_ALWAYS_NEGATING = frozenset(stem(w) for w in ("prevent", "avoid", "withhold", "omit"))
+_ALWAYS_NEGATING = frozenset(stem(w) for w in ("prevent", "avoid", "withhold", "omit", "except", "unable", "absent",
+                                                "absence", "lack", "lacking"))
+# Words that negate only before the next one: "other than X", "fail to X", "rather than X".
+_NEGATING_BEFORE = frozenset({("other", "than"), ("fail", "to"), ("failed", "to"), ("fails", "to"),
+                              ("rather", "than"), ("instead", "of"), ("separate", "from"), ("different", "from")})
+# "but" negates after a word for everything: "anything but X", "anywhere but X", "all but X".
+_BUT_AFTER = frozenset({"anything", "anywhere", "anyone", "anybody", "everything", "everywhere", "everyone", "all"})
 # Only before "to": "decline to answer" negates, "my card was declined" reports a state.
 _NEGATING_WITH_TO = frozenset(stem(w) for w in ("refuse", "decline"))
 _NEGATING_WITH_FROM = frozenset(stem(w) for w in ("stop", "keep", "block", "ban", "prohibit", "forbid", "bar"))
@@ -74,7 +80,9 @@ class _Flip:
 def _negating_verb(tokens: tuple[str, ...], i: int) -> bool:
     """ "prevent X", "avoid X", or "stop/keep/block X from doing": a negation carried by a verb."""
     key = stem(tokens[i])
-    if key in _ALWAYS_NEGATING:
+    if key in _ALWAYS_NEGATING or tuple(tokens[i:i + 2]) in _NEGATING_BEFORE:
+        return True
+    if tokens[i] == "but" and i > 0 and tokens[i - 1] in _BUT_AFTER:
         return True
     if key in _NEGATING_WITH_TO:
         return tokens[i + 1 : i + 2] == ("to",)
@@ -110,8 +118,9 @@ class PolarityStage:
 
     Both prompts are tokenised (contractions expanded: can't -> can not) and stemmed, then aligned with
     difflib. Two signals, combined by parity:
-    - negation count: cues (not, no, never, without, nobody ...; prevent/avoid; "refuse to"; "stop X from
-      doing") counted per prompt, so a "not" that only moved in a paraphrase cancels out;
+    - negation count: cues (not, no, never, without, nobody ...; prevent/avoid/except/unable/lack; "refuse
+      to"; "stop X from doing"; "other than", "anything but", "rather than") counted per prompt, so
+      a "not" that only moved in a paraphrase cancels out;
     - opposites among the words that differ: WordNet antonyms and hand-written reversals (enable/disable,
       with/without, upload/download), a negating prefix (limited/unlimited). Noisy pairs (indirect WordNet
       antonyms, on/off) must sit in the same aligned block, and in long prompts every pair must.

@@ -22,9 +22,10 @@ from index.request.context import without_chatter
 VALUE = "context:value"
 OPTION_ORDER = "context:option-order"
 CONTENT = "context:content"
-# Below this share of aligned content words two contexts are rewordings of each other, not one text with an
-# edit: a word that differs then is wording, and only values (and the context threshold) tell them apart.
-DEFAULT_MIN_ALIGNED = 0.75
+# From this share of aligned content words on, a content word that differs between two contexts vetoes. 0: always.
+# What a follow-up depends on is compared word for word (up to form): a reworded thread is a miss, never a guess
+# that its changed words were wording; a miss costs a call, a wrong hit costs trust.
+DEFAULT_MIN_ALIGNED = 0.0
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:[.,'][a-z0-9]+)*")
 _WORD_HYPHEN = re.compile(r"(?<=[a-z])-(?=[a-z])")

@@ -10,6 +10,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from index.match.outcome import Kind
+
 # Width of one band of cosine similarity; thresholds are chosen on band edges.
 BAND_WIDTH = 0.01
 # Observations this many newer ones back weigh half (would-serve requests and labels age apart: labels are rarer).
@@ -27,6 +29,8 @@ class Observation:
     # A hit served whatever the threshold (a plain rewording served on its content): it counts among what the
     # namespace serves, not in a band.
     fixed: bool = False
+    # Whose evidence it is: each kind of difference has its own bands and threshold.
+    kind: Kind = Kind.COSINE
 
 
 @dataclass(frozen=True)
@@ -70,9 +74,18 @@ def edges(floor: float, ceiling: float = 1.0) -> tuple[float, ...]:
     return tuple(round(floor + i * BAND_WIDTH, 6) for i in range(count))
 
 
+def by_kind(observations: Sequence[Observation]) -> dict[Kind, list[Observation]]:
+    """Each kind's observations (oldest first); what every kind serves whatever its threshold (exact hits, plain
+    rewordings) counts in the cosine kind's mass."""
+    found: dict[Kind, list[Observation]] = {}
+    for observation in observations:
+        found.setdefault(Kind.COSINE if observation.fixed else observation.kind, []).append(observation)
+    return found
+
+
 def collect(observations: Sequence[Observation], floor: float, half_life_requests: float = HALF_LIFE_REQUESTS,
             half_life_labels: float = HALF_LIFE_LABELS) -> Evidence:
-    """Bands from `observations` (oldest first). Observations below `floor` are not evidence."""
+    """Bands from `observations` (oldest first, one kind's). Observations below `floor` are not evidence."""
     lows = edges(floor)
     mass, right, wrong = [0.0] * len(lows), [0.0] * len(lows), [0.0] * len(lows)
     newer_requests = newer_labels = 0

@@ -17,7 +17,7 @@ from index.judge.features import EntryHistory
 from index.match.bar import raised
 from index.match.decide import Deciders, decide
 from index.match.learned import JudgeModel, PairReader
-from index.match.outcome import Candidate, Decision
+from index.match.outcome import Candidate, Decision, Kind
 from index.match.policy import MatchPolicy
 from index.match.steps import RememberedDifferences
 
@@ -33,9 +33,9 @@ class NamespacePolicies:
     # The live budget's bar level of a namespace, from audits alone (`index.match.bar_book.BarBook.level`): it moves
     # the threshold only where no learned threshold is in force.
     level: Callable[[str], int] | None = None
-    # The namespace's cosine threshold learned from its evidence (`index.match.threshold_book.ThresholdBook`);
-    # None = the prior serves.
-    learned: Callable[[str], float | None] | None = None
+    # The namespace's threshold for a kind of difference, learned from that kind's evidence
+    # (`index.match.threshold_book.ThresholdBook`); None = the kind's prior serves.
+    learned: Callable[[str, Kind], float | None] | None = None
 
     @property
     def default(self) -> float:
@@ -47,11 +47,12 @@ class NamespacePolicies:
         return self.policy.at(chosen[0]) if chosen else self.policy
 
     def policy_for(self, namespace: str) -> MatchPolicy:
-        """The prior with the namespace's bar level: the cosine threshold moved."""
+        """The prior with the namespace's learned thresholds (guarded mode: each kind's own), else its bar level."""
         policy = self.prior_for(namespace)
-        learned = None if self.learned is None or not policy.guarded else self.learned(namespace)
-        if learned is not None:
-            return moved_to(policy, learned)
+        if self.learned is not None and policy.guarded:
+            learned = {kind: self.learned(namespace, kind) for kind in Kind}
+            if any(value is not None for value in learned.values()):
+                return moved_to(policy, learned)
         level = 0 if self.level is None else self.level(namespace)
         if level == 0:
             return policy
@@ -59,15 +60,23 @@ class NamespacePolicies:
         return moved.at_level(level) if policy.guarded else moved
 
 
-def moved_to(policy: MatchPolicy, threshold: float) -> MatchPolicy:
-    """`policy` at a learned cosine threshold; a conversation's thresholds (its last messages' and its
-    context's) move by as much, both ways."""
-    shift = threshold - policy.min_similarity
-    return dataclasses.replace(
-        policy, min_similarity=threshold,
-        conversation_threshold=_clip(policy.conversation_threshold + shift),
-        min_context_similarity=_clip(policy.min_context_similarity + shift),
-        learn_floor=min(policy.learn_floor, threshold))
+def moved_to(policy: MatchPolicy, learned: Mapping[Kind, float | None]) -> MatchPolicy:
+    """`policy` at its learned thresholds, each kind from its own evidence (a kind without any keeps its prior); a
+    conversation's context threshold moves by as much as its last message's."""
+    cosine, slot, alternative, conversation = (learned.get(kind) for kind in Kind)
+    moved = policy
+    if cosine is not None:
+        moved = dataclasses.replace(moved, min_similarity=cosine, learn_floor=min(policy.learn_floor, cosine))
+    if slot is not None:
+        moved = dataclasses.replace(moved, slot_similarity=slot, learn_floor=min(moved.learn_floor, slot))
+    if alternative is not None:
+        moved = dataclasses.replace(moved, alternative_similarity=alternative,
+                                    learn_floor=min(moved.learn_floor, alternative))
+    if conversation is not None:
+        shift = conversation - policy.conversation_threshold
+        moved = dataclasses.replace(moved, conversation_threshold=conversation,
+                                    min_context_similarity=_clip(policy.min_context_similarity + shift))
+    return moved
 
 
 def _clip(similarity: float) -> float:
@@ -81,7 +90,7 @@ class Matcher:
     def __init__(self, policy: MatchPolicy, deciders: Deciders | None = None,
                  differences: RememberedDifferences | None = None,
                  level: Callable[[str], int] | None = None,
-                 learned: Callable[[str], float | None] | None = None) -> None:
+                 learned: Callable[[str, Kind], float | None] | None = None) -> None:
         self.namespaces = NamespacePolicies(policy, level=level, learned=learned)
         self._deciders = dataclasses.replace(deciders or Deciders(), differences=differences)
 

@@ -25,6 +25,20 @@ class Candidate:
     context_similarity: float | None = None
 
 
+class Kind(StrEnum):
+    """The kind of difference a candidate shows, each with its own evidence and threshold (`index.match.
+    live_threshold`, one learner over all of them): `cosine` (a single-turn prompt worded otherwise), `slot` (one
+    or two content words swapped or an alternative dropped, `index.guards.slots`: a stricter prior) and
+    `alternative` (a slot swapped for its WordNet sibling or antonym: red/blue, kitchen/bathroom; never served
+    until the namespace's own labels show such swaps are rewordings there) and `conversation` (a conversation's
+    last message, its context held to the context rule)."""
+
+    COSINE = "cosine"
+    SLOT = "slot"
+    ALTERNATIVE = "alternative"
+    CONVERSATION = "conversation"
+
+
 class Reason(StrEnum):
     """Why `decide` said what it said (`X-Deja-Reason`)."""
 
@@ -39,6 +53,9 @@ class Reason(StrEnum):
     # A prompt (or context) runs past the embedder's window and the two texts differ: their vectors cannot tell
     # what differs, so only an exact repeat may serve it (see `index.match.window`).
     BEYOND_WINDOW = "beyond_window"
+    # A long single-turn prompt that is not a plain rewording of the candidate's: one changed word moves the cosine
+    # of a long text less than any threshold can tell (see `index.match.window.RESOLUTION_WORDS`).
+    BEYOND_RESOLUTION = "beyond_resolution"
 
 
 @dataclass(frozen=True)
@@ -65,6 +82,8 @@ class Decision:
     # The chosen candidate is served, or would be at a threshold at its cosine, on the cosine alone (every other
     # step passed; a plain rewording served on its content is not): the evidence of the threshold it rests on.
     would_serve: bool = False
+    # The kind of difference the chosen candidate shows: whose evidence its label is, whose threshold it met.
+    kind: Kind = Kind.COSINE
 
     def __post_init__(self) -> None:
         if (self.reason is Reason.VETOED) != (self.vetoed_by is not None):

@@ -10,6 +10,7 @@ from enum import StrEnum
 from index.guards.stages import STAGE_ORDER
 from index.judge.model import check_budget
 from index.match.bar import raised
+from index.match.outcome import Kind
 from index.request.keys import DEFAULT_MAX_DECISION_CHARS, ContextMatch
 
 # Every default of the match lives here, once; `Settings` and `eval` read them from this module.
@@ -27,6 +28,15 @@ DEFAULT_VETO_BELOW = 0.0
 # veto-on columns.
 LEARNED_VETO_BELOW = 0.6
 DEFAULT_MIN_CONTEXT_SIMILARITY = 0.70
+# The cold-start threshold of a changed slot (`index.guards.slots`: one word swapped for one WordNet does not call
+# the same): 1.0, never served, until the namespace's own labels of its slot candidates (near misses, labelled for
+# free) show that such swaps are rewordings there. A one-word change moves the cosine of a long prompt less than
+# a short one's, so no cosine holds them apart: on the public contrast sets they pass any fixed threshold.
+DEFAULT_SLOT_MIN_SIMILARITY = 1.0
+# The cold-start threshold of a slot swapped for an alternative (a WordNet sibling or antonym: red/blue, buy/sell):
+# 1.0, never served, until the namespace's own labels of such candidates (near misses, labelled for free) show
+# that they are rewordings there. On the public contrast sets these swaps are almost all different questions.
+DEFAULT_ALTERNATIVE_MIN_SIMILARITY = 1.0
 # The lowest cosine threshold a namespace's evidence may choose (`DEJA_LEARN_FLOOR`): candidates from here up to the
 # threshold are near misses whose labels are the evidence (`index.match.live_threshold`).
 DEFAULT_LEARN_FLOOR = 0.80
@@ -87,9 +97,15 @@ class MatchPolicy:
     veto_below: float = DEFAULT_VETO_BELOW
     # Guarded mode: candidates from here up to the threshold go through every other step, as near misses.
     learn_floor: float = DEFAULT_LEARN_FLOOR
+    # Guarded mode: the cosine threshold of a single-turn candidate whose prompt changes a slot (never below
+    # `min_similarity`).
+    slot_similarity: float = DEFAULT_SLOT_MIN_SIMILARITY
+    # Guarded mode: the cosine threshold of a slot swapped for an alternative (1.0: never, until learned).
+    alternative_similarity: float = DEFAULT_ALTERNATIVE_MIN_SIMILARITY
 
     def __post_init__(self) -> None:
-        for name in ("min_similarity", "min_context_similarity", "conversation_threshold", "learn_floor"):
+        for name in ("min_similarity", "min_context_similarity", "conversation_threshold", "learn_floor",
+                     "slot_similarity", "alternative_similarity"):
             value = getattr(self, name)
             if not -1.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be a cosine similarity in [-1, 1], got {value}")
@@ -111,6 +127,22 @@ class MatchPolicy:
     def at_level(self, bar_level: int) -> MatchPolicy:
         """The same policy with its bar level moved `bar_level` steps (what the live budget sets)."""
         return dataclasses.replace(self, bar_level=bar_level)
+
+    def threshold_for(self, kind: Kind) -> float:
+        """The cosine threshold a candidate of `kind` must meet under this (request's) policy."""
+        if kind is Kind.SLOT and self.guarded:
+            return max(self.slot_similarity, self.min_similarity)
+        if kind is Kind.ALTERNATIVE and self.guarded:
+            return max(self.alternative_similarity, self.min_similarity)
+        return self.min_similarity
+
+    def prior_for(self, kind: Kind) -> float:
+        """The cold-start threshold of `kind` (the prior its learner starts from)."""
+        if kind is Kind.SLOT:
+            return self.slot_similarity
+        if kind is Kind.ALTERNATIVE:
+            return self.alternative_similarity
+        return self.conversation_threshold if kind is Kind.CONVERSATION else self.min_similarity
 
     @property
     def guarded(self) -> bool:

@@ -19,17 +19,20 @@ from index.guards.contrast import opposed_words
 from index.guards.form import same_content
 from index.guards.order import swapped_words
 from index.guards.safety import pair_veto
+from index.guards.slots import changed_slot
 from index.guards.stages import Stage, StepResult
 from index.match.conversation import ContextRule
 from index.match.explore import Exploration
 from index.match.learned import LearnedScores, learned_probability
-from index.match.outcome import Candidate, Decision, Reason
+from index.match.outcome import Candidate, Decision, Kind, Reason
 from index.match.policy import MatchPolicy
-from index.match.window import differs_past_window
+from index.match.window import beyond_resolution, differs_past_window
 
 # What a hit rests on (`Decision.basis`).
 SAME_CONTENT = "same content"
 COSINE = "cosine"
+# The veto of a changed scope (an alternative dropped, `index.guards.slots`).
+SCOPE = "scope"
 
 
 class RememberedDifferences(Protocol):
@@ -87,6 +90,8 @@ class Trail:
     probability: float | None = None
     pair_read: int = 0
     below: bool = False
+    # The kind of difference the candidate shows (the step `slot` sets it): whose threshold and evidence it is.
+    kind: Kind = Kind.COSINE
 
 
 class Step(Protocol):
@@ -112,7 +117,7 @@ def served(pair: Pair, setup: Setup, trail: Trail, basis: str, reason: Reason = 
     scores = setup.scores
     return Decision(reason, pair.candidate.similarity, stages=tuple(trail.results), probability=trail.probability,
                     bar=scores.veto_below, version=scores.version, max_false_hit_rate=setup.policy.max_false_hit_rate,
-                    basis=basis, pair_read=trail.pair_read, would_serve=basis == COSINE and pair.single_turn)
+                    basis=basis, pair_read=trail.pair_read, would_serve=basis == COSINE, kind=trail.kind)
 
 
 def near_miss(pair: Pair, setup: Setup, trail: Trail) -> Decision:
@@ -184,16 +189,43 @@ class SameContent:
 
 
 @dataclass(frozen=True)
+class Slot:
+    name: str = "slot"
+    summary: str = ("a single-turn prompt that changes a slot of the candidate's (one word swapped for one WordNet "
+                    "does not call the same) is the kind `slot`, held to the namespace's slot threshold "
+                    "(`DEJA_SLOT_MIN_SIMILARITY`, 1.0: never, until its own slot labels move it); a swap for a "
+                    "WordNet sibling or antonym (red/blue, buy/sell), or a change of roles, referent or tense, is "
+                    "the kind `alternative` (`DEJA_ALTERNATIVE_MIN_SIMILARITY`, 1.0, the same way); a prompt "
+                    "of more than 40 words that is not a plain rewording is `beyond_resolution`, a miss; an "
+                    "alternative dropped (\"before or after\" / \"after\") vetoes as `scope`")
+
+    def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
+        if not pair.single_turn:
+            trail.kind = Kind.CONVERSATION
+            return None
+        if beyond_resolution(pair.query, pair.candidate.prompt):
+            return Decision(Reason.BEYOND_RESOLUTION, pair.candidate.similarity)
+        found = changed_slot(pair.query, pair.candidate.prompt)
+        if found is not None and found.scope:
+            return vetoed(pair, trail, SCOPE, f"the scope changed: {found.describe()}")
+        if found is not None:
+            trail.kind = Kind.ALTERNATIVE if found.alternative else Kind.SLOT
+            trail.results.append(StepResult(self.name, True, found.describe()))
+        return None
+
+
+@dataclass(frozen=True)
 class Threshold:
     name: str = "cosine"
-    summary: str = ("cosine below the namespace's threshold (learned from its evidence; `DEJA_MIN_SIMILARITY`, 0.92, "
-                    "until it has some; 0.90 for a conversation's last message): `below_threshold`, a miss. A "
-                    "single-turn candidate down to `DEJA_LEARN_FLOOR` (0.80) goes on through the other steps: one "
-                    "they all pass is a near miss, labelled from the fresh answer as the threshold's evidence")
+    summary: str = ("cosine below the namespace's threshold for the candidate's kind (each learned from its own "
+                    "evidence; until then `DEJA_MIN_SIMILARITY`, 0.92, a changed slot 1.0, a conversation's last "
+                    "message 0.90): `below_threshold`, a miss. A single-turn candidate down to `DEJA_LEARN_FLOOR` "
+                    "(0.80) goes on through the other steps: one they all pass is a near miss, labelled from the "
+                    "fresh answer as its kind's evidence")
 
     def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
         similarity = pair.candidate.similarity
-        if similarity >= setup.policy.min_similarity:
+        if similarity >= setup.policy.threshold_for(trail.kind):
             return None
         if pair.single_turn and setup.policy.guarded and similarity >= setup.policy.learn_floor:
             trail.below = True  # a near miss if every other step passes it (`index.match.decide`)
@@ -317,9 +349,9 @@ class Explore:
 
 
 # The decision, in order (`DEJA_DECISION=guarded`, the default).
-STEPS: tuple[Step, ...] = (Window(), Contrast(), Order(), Safety(), SameContent(), Threshold(), ContextThreshold(),
-                           Rules(), Context(), Learned(), Difference(), Explore())
+STEPS: tuple[Step, ...] = (Window(), Contrast(), Order(), Safety(), SameContent(), Slot(), Threshold(),
+                           ContextThreshold(), Rules(), Context(), Learned(), Difference(), Explore())
 # Threshold mode (`DEJA_DECISION=threshold`, the cosine rule `eval sweep` scores): the steps that read no more
 # than the cosine and the rule stages.
-THRESHOLD_ONLY = frozenset({"window", "safety", "cosine", "context cosine", "rules", "context", "difference"})
+THRESHOLD_ONLY = frozenset({"window", "safety", "slot", "cosine", "context cosine", "rules", "context", "difference"})
 THRESHOLD_STEPS: tuple[Step, ...] = tuple(s for s in STEPS if s.name in THRESHOLD_ONLY)

@@ -1,9 +1,11 @@
-"""Each namespace's learned cosine threshold (`index.match.live_threshold`), kept for the Matcher to read.
+"""Each namespace's learned cosine thresholds, one per kind of difference (`index.match.live_threshold`), kept for
+the Matcher to read.
 
-`ThresholdBook.update` folds a namespace's latest evidence in and returns the move it made, if any; every move is
-logged with its evidence. A namespace never seen stays at the prior. The book is memory; the gateway rebuilds it
-from the shared decision log (`index.storage.evidence`) on every upkeep tick, so every replica serves the same
-threshold and a restart keeps what was learned. `eval replay --learn` feeds it the same evidence in memory.
+`ThresholdBook.update` chooses a namespace's threshold from its latest evidence and the prior alone (never from the
+replica's previous choice, so every replica that reads the same evidence serves the same threshold) and returns
+the move it made, if any; every move is logged with its evidence. A namespace never seen stays at the prior. The
+book is memory; the gateway rebuilds it from the shared decision log (`index.storage.evidence`) on every upkeep
+tick, so a restart keeps what was learned. `eval replay --learn` feeds it the same evidence in memory.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 
 from index.match.evidence import Evidence
 from index.match.live_threshold import LearnerConfig, ThresholdState, choose
+from index.match.outcome import Kind
 
 log = logging.getLogger("deja.threshold")
 
@@ -31,55 +34,60 @@ class ThresholdMove:
     within: float
     labels: int
     at: float
+    kind: Kind = Kind.COSINE
 
     def describe(self) -> str:
         way = "down" if self.new < self.old else "up"
-        return (f"threshold {way} for namespace {self.namespace}: {self.old:.2f} -> {self.new:.2f} "
+        return (f"{self.kind} threshold {way} for namespace {self.namespace}: {self.old:.2f} -> {self.new:.2f} "
                 f"(wrong ÷ served estimated {self.estimate:.4f}, within budget with probability {self.within:.2f}, "
                 f"{self.labels} labels)")
 
 
 class ThresholdBook:
-    """Per-namespace thresholds; thread-safe. `history` keeps the latest moves (newest last)."""
+    """Per-namespace thresholds, one per kind of difference (`Kind`); thread-safe. `history` keeps the latest moves
+    (newest last)."""
 
     def __init__(self, config: LearnerConfig, clock: Callable[[], float], keep: int = 200) -> None:
         self.config = config
         self.clock = clock
         self.keep = keep
         self.history: list[ThresholdMove] = []
-        self._states: dict[str, ThresholdState] = {}
+        self._states: dict[tuple[str, Kind], ThresholdState] = {}
         self._lock = threading.Lock()
 
     @property
     def budget(self) -> float:
         return self.config.budget
 
-    def threshold(self, namespace: str) -> float | None:
-        """The learned threshold of `namespace`, None while it has no evidence (the prior serves)."""
-        state = self._states.get(namespace)
+    def threshold(self, namespace: str, kind: Kind = Kind.COSINE) -> float | None:
+        """The learned threshold of `namespace` for `kind`, None while it has no evidence (the prior serves)."""
+        state = self._states.get((namespace, kind))
         return None if state is None else state.threshold
 
-    def state(self, namespace: str) -> ThresholdState | None:
-        return self._states.get(namespace)
+    def state(self, namespace: str, kind: Kind = Kind.COSINE) -> ThresholdState | None:
+        return self._states.get((namespace, kind))
 
-    def states(self) -> dict[str, ThresholdState]:
+    def states(self) -> dict[tuple[str, Kind], ThresholdState]:
         with self._lock:
             return dict(self._states)
 
-    def update(self, namespace: str, evidence: Evidence, prior: float | None = None) -> ThresholdMove | None:
-        """Choose `namespace`'s threshold from `evidence` (from its prior: the deployment's, or one stored for
-        the namespace); returns the move made, if any."""
+    def update(self, namespace: str, evidence: Evidence, prior: float | None = None,
+               kind: Kind = Kind.COSINE) -> ThresholdMove | None:
+        """Choose `namespace`'s threshold for `kind` from `evidence` (from its prior: the deployment's, or one
+        stored for the namespace); returns the move made, if any."""
         config = self.config if prior is None else dataclasses.replace(
             self.config, prior=prior, floor=min(self.config.floor, prior))
         with self._lock:
-            before = self._states.get(namespace)
+            before = self._states.get((namespace, kind))
             current = config.prior if before is None else before.threshold
-            state = choose(evidence, current, config)
-            self._states[namespace] = state
+            # Chosen from the prior, never from this replica's last choice: the threshold is a function of the
+            # shared evidence alone, so a restart, a second replica and a late one serve the same threshold.
+            state = choose(evidence, config.prior, config)
+            self._states[(namespace, kind)] = state
             if abs(state.threshold - current) < 1e-9:
                 return None
             move = ThresholdMove(namespace, current, state.threshold, state.estimate, state.within, state.labels,
-                                 self.clock())
+                                 self.clock(), kind)
             self.history = ([*self.history, move])[-self.keep:]
         log.info("%s", move.describe())
         return move

@@ -10,11 +10,22 @@ from __future__ import annotations
 from index.embedding.window import WINDOW_CHARS, WINDOW_WORDS, beyond_window
 from index.request.textnorm import matching_text
 
-__all__ = ["WINDOW_CHARS", "WINDOW_WORDS", "beyond_window", "differs_past_window"]
+__all__ = ["RESOLUTION_WORDS", "WINDOW_CHARS", "WINDOW_WORDS", "beyond_resolution", "beyond_window",
+           "differs_past_window"]
+
+# Past this many words a prompt's cosine cannot resolve one changed word (a passage with one fact negated embeds
+# at 0.98 with the original): such a prompt is served only as a plain rewording of its candidate.
+RESOLUTION_WORDS = 40
 
 
 def _normal(text: str) -> str:
     return " ".join(matching_text(text).casefold().split())
+
+
+def beyond_resolution(left: str, right: str) -> bool:
+    """Either text is longer than the cosine resolves (`RESOLUTION_WORDS`); the caller has ruled out a plain
+    rewording."""
+    return max(len(left.split()), len(right.split())) > RESOLUTION_WORDS
 
 
 def differs_past_window(left: str, right: str) -> bool:

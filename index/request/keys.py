@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from index.request.context import has_question, relevant_context
+from index.request.context import dependency_context, has_question
 from index.request.textnorm import canonical_value
 
 # Chat Completions fields that never change the answer (transport, attribution, storage flags).
@@ -79,7 +79,8 @@ class CacheKey:
     # Entries the semantic tier may compare with: `context` for exact-context matching, or a wider scope
     # (namespace, parameters, system prompt) for multi-turn requests matched by meaning.
     scope: str = ""
-    # Relevant earlier context of a multi-turn request matched by meaning; None for single-turn requests.
+    # What the last message of a multi-turn request can depend on (`index.request.context.dependency_context`),
+    # matched by meaning and verified; None for single-turn requests and self-contained questions.
     context_text: str | None = None
 
 
@@ -168,8 +169,13 @@ def key_for(namespace: str, request: CanonicalRequest, context_match: ContextMat
     # Tool results are data the answer depends on: conversations with tools keep exact-context matching.
     if dialogue and context_match is ContextMatch.SEMANTIC and not _uses_tools(messages):
         system = [m for m in earlier if m.get("role") in ("system", "developer")]
-        scope = _digest("scope", namespace, *api, canon_params, canonical_json(system), "multi-turn")
-        context_text = relevant_context(dialogue, prompt or "")
+        context_text = dependency_context(dialogue, prompt or "")
+        if context_text is None:
+            # A question whole on its own after unrelated history is asked as a single turn is (the same scope:
+            # the parameters and the system prompt), and compared as one.
+            scope = _digest("context", namespace, *api, canon_params, canonical_json(system))
+        else:
+            scope = _digest("scope", namespace, *api, canon_params, canonical_json(system), "multi-turn")
     if mode is LookupMode.FULL and max(len(prompt or ""), len(context_text or "")) > max_decision_chars:
         mode, reason = LookupMode.EXACT_ONLY, f"prompt longer than {max_decision_chars} characters"
     return CacheKey(namespace, exact, context, request.model, prompt or "", mode, reason, scope, context_text)

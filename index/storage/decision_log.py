@@ -56,6 +56,8 @@ class DecisionRecord:
     api: str = "chat"
     # Served, or would be served at a threshold at `similarity`, on the cosine alone (`Decision.would_serve`).
     would_serve: bool = False
+    # The kind of difference the candidate shows: whose evidence the decision is (`Decision.kind`).
+    kind: str = "cosine"
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,7 @@ def _row_to_decision(m: object) -> DecisionRecord:
     return DecisionRecord(
         row["request_id"], row["namespace"], row["model"], row["prompt"], row["entry_id"], row["candidate_prompt"],
         float(row["similarity"]), float(row["min_similarity"]), stages, row["verdict"], reason, vetoed_by,
-        float(row["created_at"]), row["api"], bool(row["would_serve"]),
+        float(row["created_at"]), row["api"], bool(row["would_serve"]), row["kind"] or "cosine",
     )
 
 
@@ -130,6 +132,7 @@ class DecisionLog:
             "entry_id": r.entry_id, "candidate_prompt": r.candidate_prompt, "similarity": r.similarity,
             "min_similarity": r.min_similarity, "stages": _stages_json(r.stages), "verdict": r.verdict,
             "vetoed_by": _outcome_column(r), "created_at": r.created_at, "api": r.api, "would_serve": r.would_serve,
+            "kind": r.kind,
         } for r in records]
         try:
             with self.engine.begin() as conn:

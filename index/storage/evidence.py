@@ -12,6 +12,7 @@ from sqlalchemy import Engine, or_, select
 
 from index.errors import store_errors
 from index.match.evidence import Observation
+from index.match.outcome import Kind
 from index.records import Verdict
 from index.storage.decision_log import PRECEDENCE, LabelSource
 from index.storage.schema import decisions, labels
@@ -38,14 +39,14 @@ class EvidenceLog:
         """The namespace's evidence, oldest first."""
         served = decisions.c.verdict.in_([Verdict.SEMANTIC_HIT.value, Verdict.EXACT_HIT.value])
         evidence = or_(decisions.c.would_serve.is_(True), served)
-        query = (select(decisions.c.request_id, decisions.c.similarity, decisions.c.would_serve)
+        query = (select(decisions.c.request_id, decisions.c.similarity, decisions.c.would_serve, decisions.c.kind)
                  .where(decisions.c.namespace == namespace, decisions.c.forgotten_at.is_(None), evidence)
                  .order_by(decisions.c.created_at.desc(), decisions.c.request_id.desc()).limit(self.limit))
         with store_errors("read evidence"), self.engine.connect() as conn:
             rows = conn.execute(query).all()
             found = self._labels(conn, [str(r.request_id) for r in rows if r.would_serve])
-        return [Observation(float(r.similarity), found.get(str(r.request_id)), fixed=not r.would_serve)
-                for r in reversed(rows)]
+        return [Observation(float(r.similarity), found.get(str(r.request_id)), fixed=not r.would_serve,
+                            kind=_kind(r.kind)) for r in reversed(rows)]
 
     @staticmethod
     def _labels(conn: object, request_ids: Sequence[str]) -> dict[str, bool]:
@@ -59,3 +60,11 @@ class EvidenceLog:
                 if row.request_id not in best or rank < best[row.request_id][0]:
                     best[row.request_id] = (rank, bool(row.correct))
         return {request_id: correct for request_id, (_, correct) in best.items()}
+
+
+def _kind(column: str | None) -> Kind:
+    """A row's kind; rows logged before kinds (NULL) and kinds this build does not know are cosine evidence."""
+    try:
+        return Kind(column or Kind.COSINE)
+    except ValueError:
+        return Kind.COSINE

@@ -79,6 +79,8 @@ decisions = Table(
     Column("forgotten_at", Float, nullable=True),
     # The candidate is served, or would be at a threshold at its cosine, on the cosine alone (a near miss).
     Column("would_serve", Boolean, nullable=True),
+    # The kind of difference the candidate shows (`index.match.outcome.Kind`); NULL on rows logged before kinds: cosine.
+    Column("kind", String(20), nullable=True),
     Index("ix_deja_decisions_namespace", "namespace"),
     Index("ix_deja_decisions_evidence", "namespace", "would_serve", "created_at"),
     Index("ix_deja_decisions_created_at", "created_at"),

@@ -19,7 +19,7 @@ def chat(*texts: str) -> Conversation:
 
 ORDER = ("My order 10427 is late.", "Order 10427 left with DHL and is delayed.")
 PAIRS = (
-    LabeledPair("same", chat(*ORDER), chat("Hi! My son turned 7 today. My order 10427 is late.", ORDER[1]),
+    LabeledPair("same", chat(*ORDER), chat("Hi! Hope you are well. My order 10427 is late.", ORDER[1]),
                 "chatter", True),
     LabeledPair("other", chat(*ORDER), chat("My order 10247 is late.", "Order 10247 left with DHL and is delayed."),
                 "value_changed", False),

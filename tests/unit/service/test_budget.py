@@ -78,8 +78,11 @@ async def test_a_label_model_labels_audits_and_agreeing_wrong_hits_raise_the_bar
         tmp_path: Path) -> None:
     # The audit-only bar (what moves the threshold when DEJA_LEARN_THRESHOLD is off) and the remembered
     # differences; the learned threshold has tests of its own (tests/unit/service/test_thresholds.py).
+    # One word swapped for another is a changed slot, never served until labels show it: held here at the
+    # cosine threshold like any candidate, as this test is about audits and differences.
     async with inprocess_gateway(tmp_path, Parts(judge=FixedJudge(0.99)), min_similarity=0.5, audit_rate=1.0,
-                                 veto_below=LEARNED_VETO_BELOW, learn_threshold=False,
+                                 veto_below=LEARNED_VETO_BELOW, learn_threshold=False, slot_min_similarity=0.5,
+                                 alternative_min_similarity=0.5,
                                  label_model="gpt-4o-mini", label_model_error_rate=0.0) as gw:
         for n, words in enumerate(("archive old slack", "rename my discord", "mute every teams"), start=1):
             assert (await gw.chat(f"{words} channel")).headers["x-deja-cache"] == "miss"
@@ -111,7 +114,7 @@ async def test_a_label_model_labels_audits_and_agreeing_wrong_hits_raise_the_bar
 @pytest.mark.asyncio
 async def test_a_label_reply_that_is_not_a_verdict_gives_no_label(tmp_path: Path) -> None:
     async with inprocess_gateway(tmp_path, Parts(judge=FixedJudge(0.99)), min_similarity=0.5, audit_rate=1.0,
-                                 veto_below=LEARNED_VETO_BELOW,
+                                 veto_below=LEARNED_VETO_BELOW, slot_min_similarity=0.5,
                                  label_model="label-llm") as gw:
         gw.upstream.labels.reply = "I think they are the same."
         await gw.chat("archive old slack channel")

@@ -39,8 +39,9 @@ def test_an_empty_deployment_draws_no_chart() -> None:
 def _threshold_row(namespace: str) -> NamespaceThreshold:
     bands = [BandRow(low=round(0.80 + i / 100, 2), requests=2.0, right=1.0, wrong=float(i == 3), wrong_rate=0.01)
              for i in range(20)]
-    return NamespaceThreshold(namespace=namespace, threshold=0.86, prior=0.92, estimate=0.012, within_budget=0.83,
-                              labels=40, next_down=0.85, labels_to_move=12, requests_to_move=60, bands=bands)
+    return NamespaceThreshold(namespace=namespace, kind="cosine", threshold=0.86, prior=0.92, estimate=0.012,
+                              within_budget=0.83, labels=40, next_down=0.85, labels_to_move=12, requests_to_move=60,
+                              bands=bands)
 
 
 def test_the_learned_threshold_is_shown_with_its_evidence_per_band_and_escaped() -> None:

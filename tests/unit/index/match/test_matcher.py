@@ -7,7 +7,7 @@ import pytest
 
 from index.match.decide import Deciders
 from index.match.matcher import Matcher
-from index.match.outcome import Candidate, Reason
+from index.match.outcome import Candidate, Kind, Reason
 from index.match.policy import LEARNED_VETO_BELOW, MatchPolicy
 from index.match.steps import Difference
 from support.judges import FixedJudge
@@ -48,7 +48,7 @@ class RememberedPair:
 
 
 def test_after_a_remembered_difference_the_next_candidate_is_decided() -> None:
-    other = "What are the common signs of dehydration?"
+    other = "Which signs of dehydration should I look for?"
     matcher = Matcher(POLICY, Deciders(judge=FixedJudge(0.9)), RememberedPair(ASKED, CACHED))
     decision = matcher.decide(ASKED, [Candidate(1, CACHED, 0.95), Candidate(2, other, 0.94)], "ns")
     assert decision.hit and decision.chosen == 1
@@ -97,14 +97,17 @@ def test_the_judge_in_force_is_swapped_whole() -> None:
     assert decision.vetoed_by == "learned" and decision.version == "new"
 
 
-def test_a_learned_threshold_is_served_at_and_moves_a_conversations_thresholds_by_as_much() -> None:
-    learned = {"open": 0.86, "strict": 0.95}
-    matcher = Matcher(POLICY, learned=learned.get)
+def test_each_kind_is_served_at_its_own_learned_threshold() -> None:
+    """One learner, one threshold per kind: the cosine kind's learned threshold moves single turns only; a
+    conversation's last message and context move with the conversation kind's own evidence."""
+    learned = {("open", Kind.COSINE): 0.86, ("strict", Kind.COSINE): 0.95, ("talky", Kind.CONVERSATION): 0.96}
+    matcher = Matcher(POLICY, learned=lambda namespace, kind: learned.get((namespace, kind)))
     assert matcher.policy_for("cold") == POLICY  # no evidence: the prior
-    opened, strict = matcher.policy_for("open"), matcher.policy_for("strict")
+    opened, strict, talky = matcher.policy_for("open"), matcher.policy_for("strict"), matcher.policy_for("talky")
     assert opened.min_similarity == 0.86 and strict.min_similarity == 0.95
-    assert opened.conversation_threshold == pytest.approx(POLICY.conversation_threshold - 0.06)
-    assert opened.min_context_similarity == pytest.approx(POLICY.min_context_similarity - 0.06)
-    assert strict.min_context_similarity == pytest.approx(POLICY.min_context_similarity + 0.03)
+    assert opened.conversation_threshold == POLICY.conversation_threshold  # not moved by single turns' evidence
+    assert talky.min_similarity == POLICY.min_similarity and talky.conversation_threshold == 0.96
+    assert talky.min_context_similarity == pytest.approx(POLICY.min_context_similarity + 0.96
+                                                         - POLICY.conversation_threshold)
     assert matcher.decide(ASKED, [Candidate(1, CACHED, 0.90)], "open").hit
     assert not matcher.decide(ASKED, [Candidate(1, CACHED, 0.90)], "cold").hit

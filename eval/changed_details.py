@@ -1,0 +1,100 @@
+"""Changed details at the defaults (`eval details`): every must-not pair of the sets the team did not write (the
+SGD dev dialogues' twins and other-state pairs, CheckList, CANNOT, SemAntoNeg, Breaking NLI, CondaQA) and of our
+own (minimal pairs, conversations), decided one by one as the gateway decides a cold candidate; per source, split
+and kind, how many were served. The suite fails when a rate passes the budget (tests/integration).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from eval.contrast_sources import contrast_sources
+from eval.conversations import run_conversations
+from eval.datasets import load_pairs
+from eval.sgd import other_states, slot_twins
+from eval.sources import Origin, Source, split_of
+from eval.tables import TableData, pct
+from index.embedding.embedder import Embedder
+from index.match.decide import Deciders
+from index.match.policy import MatchPolicy
+
+# A kind's own rate is gated from this many must-not pairs up (below, one served pair is several points).
+MIN_KIND_PAIRS = 50
+
+
+@dataclass(frozen=True)
+class DetailRow:
+    """One source, split and kind (`*` = all its kinds): must-not pairs and how many were served, and the same for
+    its same-answer pairs (what the safety costs)."""
+
+    source: str
+    origin: str
+    part: str
+    kind: str
+    must_not: int
+    served: int
+    same: int = 0
+    same_served: int = 0
+
+    @property
+    def rate(self) -> float | None:
+        return self.served / self.must_not if self.must_not else None
+
+    def over(self, budget: float) -> bool:
+        gated = self.kind == "*" or self.must_not >= MIN_KIND_PAIRS
+        return gated and self.rate is not None and self.rate > budget
+
+
+def sgd_sources(shared: Path, seed: int = 0) -> list[Source]:
+    """The SGD dev dialogues as conversation pairs (`eval.sgd`), split by a hash of the pair."""
+    pairs = [*slot_twins(shared, seed), *other_states(shared, seed)]
+    return [Source("SGD dialogues", Origin.PUBLIC, part, pairs=tuple(p for p in pairs if split_of(p.id) == part))
+            for part in ("dev", "test")]
+
+
+def our_sources(datasets: Path) -> list[Source]:
+    out = [Source("minimal pairs", Origin.OURS, "test", pairs=load_pairs(datasets / "minimal-pairs.jsonl"))]
+    out += [Source(f"conversations ({path.name.rsplit('-', 1)[0]})", Origin.CONVERSATIONS, part, pairs=load_pairs(path))
+            for part in ("dev", "test") for path in sorted(datasets.glob(f"conv*-{part}.jsonl"))]
+    return out
+
+
+def detail_sources(shared: Path, datasets: Path, seed: int = 0) -> tuple[list[Source], list[str]]:
+    """Every set with must-not pairs: the public ones where they lie (a note for each one absent), then ours."""
+    found, notes = contrast_sources(shared, seed)
+    try:
+        found = [*sgd_sources(shared, seed), *found]
+    except OSError as exc:
+        notes.append(f"SGD dialogues: not read ({exc})")
+    return [*found, *our_sources(datasets)], notes
+
+
+def run_details(sources: Sequence[Source], embedder: Embedder, policy: MatchPolicy,
+                deciders: Deciders) -> list[DetailRow]:
+    rows: list[DetailRow] = []
+    for source in sources:
+        report = run_conversations(source.pairs, embedder, policy, deciders)
+        kinds = report.kinds()
+        must = [(kind, n, served) for kind, same, n, served in kinds if not same]
+        same = [(n, served) for _, is_same, n, served in kinds if is_same]
+        rows.append(DetailRow(source.name, source.origin.value, source.part, "*", sum(n for _, n, _ in must),
+                              sum(s for _, _, s in must), sum(n for n, _ in same), sum(s for _, s in same)))
+        rows += [DetailRow(source.name, source.origin.value, source.part, kind, n, served) for kind, n, served in must]
+    return rows
+
+
+def over_budget(rows: Sequence[DetailRow], budget: float) -> list[str]:
+    return [f"{r.source} ({r.part}) {r.kind}: {r.served} of {r.must_not} must-not served" for r in rows
+            if r.over(budget)]
+
+
+def detail_table(rows: Sequence[DetailRow], budget: float) -> TableData:
+    body = tuple((r.source, r.part, r.kind, str(r.must_not), str(r.served), pct(r.rate),
+                  pct(r.same_served / r.same if r.same else None) if r.kind == "*" else "",
+                  "over budget" if r.over(budget) else "")
+                 for r in rows if r.kind == "*" or r.served)
+    return TableData(f"must-not pairs served at the defaults (budget {budget:.0%})",
+                     ("source", "split", "kind", "must-not", "served", "rate", "same served", ""), body)
+

@@ -1,0 +1,173 @@
+"""Conversation pairs from the Schema-Guided Dialogue dev split (real crowd-written task dialogues, CC BY-SA 4.0),
+read in place and labelled by the dialogues' own states, never by us.
+
+- `slot_twin` (must not): one real conversation cut at a user turn and its twin with one slot value the user gave
+  earlier (a city, a date, a count, a name) replaced, wherever it appears in the earlier turns, by another value
+  the corpus holds for the same slot. The last request is word for word the same; what it depends on is not.
+- `other_state` (must not): two different dialogues whose last user requests are the same words but whose
+  states (active intent and slot values) differ.
+
+Same-answer pairs are not built: each dialogue's simulated results differ, so no two real dialogues are known to
+deserve one answer. A pair's split is a hash of its dialogues' ids (`eval.sources.split_of`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+import random
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eval.datasets import Conversation, LabeledPair, Message
+
+SGD_DEV = "sgd_dialogues/dev"
+SLOT_TWIN = "slot_twin"
+OTHER_STATE = "other_state"
+# Turns of context a pair carries at most before its last request (the most recent ones).
+MAX_EARLIER = 8
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One user turn of a dialogue: the messages up to it, and its state (intent, slot values so far)."""
+
+    dialogue: str
+    messages: tuple[Message, ...]
+    intent: str
+    values: Mapping[str, tuple[str, ...]]
+    # the slot values the user gave before this turn, as they were written
+    given: Mapping[str, tuple[str, ...]]
+
+
+def dialogues(shared: Path) -> Iterator[dict[str, Any]]:
+    for path in sorted((shared / SGD_DEV).glob("dialogues_*.json.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            yield from json.load(handle)
+
+
+def _state(frames: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, tuple[str, ...]]]:
+    intents, values = [], {}
+    for frame in frames:
+        state = frame.get("state") or {}
+        if state.get("active_intent") not in (None, "NONE"):
+            intents.append(f"{frame['service']}:{state['active_intent']}")
+        for slot, written in (state.get("slot_values") or {}).items():
+            values[f"{frame['service']}:{slot}"] = tuple(written)
+    return ",".join(sorted(intents)), values
+
+
+def turns(dialogue: Mapping[str, Any]) -> Iterator[Turn]:
+    """Every user turn after the first exchange, with the messages before it."""
+    messages: list[Message] = []
+    given: dict[str, tuple[str, ...]] = {}
+    for raw in dialogue["turns"]:
+        user = raw["speaker"] == "USER"
+        messages.append(Message("user" if user else "assistant", raw["utterance"]))
+        if not user:
+            continue
+        intent, values = _state(raw["frames"])
+        if len(messages) >= 3:
+            earlier = messages[:-1][-MAX_EARLIER:]
+            while earlier and earlier[0].role != "user":
+                earlier = earlier[1:]
+            yield Turn(dialogue["dialogue_id"], (*earlier, messages[-1]), intent, values, dict(given))
+        given = values
+
+
+def _mentions(value: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w]){re.escape(value)}(?![\w])", re.IGNORECASE)
+
+
+def canonical_values(shared: Path) -> dict[str, str]:
+    """Each written slot value (lower case) -> the canonical value the dataset's own acts give it ("morning 11" and
+    "11 in the morning" -> "11:00")."""
+    canon: dict[str, str] = {}
+    for dialogue in dialogues(shared):
+        for raw in dialogue["turns"]:
+            for frame in raw["frames"]:
+                for action in frame.get("actions", ()):
+                    values, canonical = action.get("values") or [], action.get("canonical_values") or []
+                    if len(values) == len(canonical):
+                        for written, value in zip(values, canonical, strict=True):
+                            canon.setdefault(written.lower(), value.lower())
+    return canon
+
+
+def _differs(value: str, other: str, canon: Mapping[str, str]) -> bool:
+    """Two written values that are not one value written another way ("Long beach", "next Monday" / "Monday next
+    week"): the corpus writes one value many ways, and a twin must change what was said."""
+    def meaning(text: str) -> str:
+        return canon.get(text.lower(), " ".join(sorted(set(re.findall(r"[a-z0-9]+", text.lower())) - {"of", "the"})))
+    return meaning(value) != meaning(other)
+
+
+def _twin(turn: Turn, slot: str, value: str, other: str) -> Conversation | None:
+    """`turn`'s conversation with `value` replaced by `other` in every earlier turn; None when the last request
+    names the value (then the two last requests differ, which is a single-turn pair) or nothing changes."""
+    pattern = _mentions(value)
+    last = turn.messages[-1]
+    if pattern.search(last.content):
+        return None
+    earlier = [Message(m.role, pattern.sub(other, m.content)) for m in turn.messages[:-1]]
+    if earlier == list(turn.messages[:-1]):
+        return None
+    return Conversation((*earlier, last))
+
+
+def slot_twins(shared: Path, seed: int, per_dialogue: int = 1) -> list[LabeledPair]:
+    """One twin per dialogue (at most `per_dialogue`): a random user turn, a random value the user gave before it,
+    replaced by another value of the same slot seen elsewhere in the split."""
+    rng = random.Random(seed)
+    canon = canonical_values(shared)
+    all_turns = [t for d in dialogues(shared) for t in turns(d)]
+    seen: dict[str, set[str]] = {}
+    for turn in all_turns:
+        for slot, written in turn.values.items():
+            seen.setdefault(slot, set()).update(written)
+    by_dialogue: dict[str, list[Turn]] = {}
+    for turn in all_turns:
+        by_dialogue.setdefault(turn.dialogue, []).append(turn)
+    pairs: list[LabeledPair] = []
+    for dialogue_id, candidates in sorted(by_dialogue.items()):
+        rng.shuffle(candidates)
+        made = 0
+        for turn in candidates:
+            options = [(slot, v) for slot, written in sorted(turn.given.items()) for v in written if len(v) >= 1]
+            rng.shuffle(options)
+            twin = None
+            for slot, value in options:
+                others = sorted(v for v in seen[slot] - set(turn.given.get(slot, ())) if _differs(v, value, canon))
+                if others:
+                    twin = _twin(turn, slot, value, rng.choice(others))
+                if twin is not None:
+                    break
+            if twin is None:
+                continue
+            pairs.append(LabeledPair(f"sgd-twin-{dialogue_id}-{len(turn.messages)}", Conversation(turn.messages),
+                                     twin, SLOT_TWIN, False, domain=slot.split(":")[0]))
+            made += 1
+            if made >= per_dialogue:
+                break
+    return pairs
+
+
+def other_states(shared: Path, seed: int, limit: int = 600) -> list[LabeledPair]:
+    """Pairs of different dialogues whose last user requests are the same words and whose states differ."""
+    by_request: dict[str, list[Turn]] = {}
+    for dialogue in dialogues(shared):
+        for turn in turns(dialogue):
+            key = " ".join(re.findall(r"[a-z0-9']+", turn.messages[-1].content.lower()))
+            by_request.setdefault(key, []).append(turn)
+    pairs: list[LabeledPair] = []
+    for key, group in sorted(by_request.items()):
+        for a, b in itertools.pairwise(group):
+            if a.dialogue != b.dialogue and (a.intent, dict(a.values)) != (b.intent, dict(b.values)):
+                pairs.append(LabeledPair(f"sgd-other-{a.dialogue}-{b.dialogue}-{len(pairs)}", Conversation(a.messages),
+                                         Conversation(b.messages), OTHER_STATE, False, domain=key[:40]))
+    random.Random(seed).shuffle(pairs)
+    return pairs[:limit]
