@@ -22,6 +22,9 @@ from index.match.policy import MatchPolicy
 
 # A kind's own rate is gated from this many must-not pairs up (below, one served pair is several points).
 MIN_KIND_PAIRS = 50
+# Kinds measured over the budget at the defaults, named so that no other row can hide behind them: the suite keeps
+# them as expected failures that fail once they pass (docs/evaluation.md "Changed details" says why).
+KNOWN_GAPS = frozenset({("CANNOT negations", "negation_rewrite")})
 
 
 @dataclass(frozen=True)
@@ -73,27 +76,32 @@ def detail_sources(shared: Path, datasets: Path, seed: int = 0) -> tuple[list[So
 
 def run_details(sources: Sequence[Source], embedder: Embedder, policy: MatchPolicy,
                 deciders: Deciders) -> list[DetailRow]:
+    """Rows per source and split: `*` (every must-not kind but the known gaps) first, then each kind."""
     rows: list[DetailRow] = []
     for source in sources:
         report = run_conversations(source.pairs, embedder, policy, deciders)
         kinds = report.kinds()
-        must = [(kind, n, served) for kind, same, n, served in kinds if not same]
+        must = [(kind, n, served) for kind, same, n, served in kinds
+                if not same and (source.name, kind) not in KNOWN_GAPS]
         same = [(n, served) for _, is_same, n, served in kinds if is_same]
         rows.append(DetailRow(source.name, source.origin.value, source.part, "*", sum(n for _, n, _ in must),
                               sum(s for _, _, s in must), sum(n for n, _ in same), sum(s for _, s in same)))
-        rows += [DetailRow(source.name, source.origin.value, source.part, kind, n, served) for kind, n, served in must]
+        rows += [DetailRow(source.name, source.origin.value, source.part, kind, n, served)
+                 for kind, same, n, served in kinds if not same]
     return rows
 
 
-def over_budget(rows: Sequence[DetailRow], budget: float) -> list[str]:
+def over_budget(rows: Sequence[DetailRow], budget: float, gaps: bool = False) -> list[str]:
+    """The rows over `budget`: those outside the known gaps, or (`gaps`) the known gaps themselves."""
     return [f"{r.source} ({r.part}) {r.kind}: {r.served} of {r.must_not} must-not served" for r in rows
-            if r.over(budget)]
+            if r.over(budget) and ((r.source, r.kind) in KNOWN_GAPS) == gaps]
 
 
 def detail_table(rows: Sequence[DetailRow], budget: float) -> TableData:
     body = tuple((r.source, r.part, r.kind, str(r.must_not), str(r.served), pct(r.rate),
                   pct(r.same_served / r.same if r.same else None) if r.kind == "*" else "",
-                  "over budget" if r.over(budget) else "")
+                  ("known gap: over budget" if (r.source, r.kind) in KNOWN_GAPS else "over budget")
+                  if r.over(budget) else "")
                  for r in rows if r.kind == "*" or r.served)
     return TableData(f"must-not pairs served at the defaults (budget {budget:.0%})",
                      ("source", "split", "kind", "must-not", "served", "rate", "same served", ""), body)

@@ -20,6 +20,7 @@ import random
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +46,17 @@ class Turn:
 
 
 def dialogues(shared: Path) -> Iterator[dict[str, Any]]:
+    yield from _read(shared)
+
+
+@lru_cache(maxsize=2)
+def _read(shared: Path) -> tuple[dict[str, Any], ...]:
+    """The dev dialogues, read once per process (the twins, the other-state pairs and the canonical values)."""
+    found: list[dict[str, Any]] = []
     for path in sorted((shared / SGD_DEV).glob("dialogues_*.json.gz")):
         with gzip.open(path, "rt", encoding="utf-8") as handle:
-            yield from json.load(handle)
+            found.extend(json.load(handle))
+    return tuple(found)
 
 
 def _state(frames: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, tuple[str, ...]]]:

@@ -21,6 +21,7 @@ from index.embedding.embedder import Embedder, make_embedder
 from index.errors import StoreUnavailable
 from index.forgetting import Forgetting, Retention
 from index.guards.registry import build_stages
+from index.guards.wordnet import load_wordnet
 from index.judge.model import load_judge
 from index.judge.pair_model import load_pair_stage
 from index.maintenance import Maintainer
@@ -133,6 +134,8 @@ class Runtime:
         config = CacheConfig(self.policy, settings.ttl_seconds, settings.candidates, settings.decision_log_floor,
                              Shard(settings.shard, settings.shards), settings.context_memo_size)
         self.stages = build_stages(self.policy.stages)
+        # The slot step's WordNet table (about 0.4 s), read at start-up rather than by the first request.
+        load_wordnet()
         # A judge that cannot load stops start-up with its reason (JudgeModelError), like a bad setting would.
         judge = (parts.judge or load_judge(settings.judge_model)) if self.policy.reads_judge else None
         self.judges = JudgeStore(self.engine)

@@ -26,8 +26,8 @@ REWORDING = frozenset({Relation.SAME, Relation.SYNONYM, Relation.BROADER})
 # Words that join alternatives: dropping one with an alternative narrows the question's scope.
 _COORDINATORS = frozenset({"or", "and", "nor", "either", "neither", "both", "versus", "vs"})
 _IGNORED = FREE_WORDS | FUNCTION_WORDS
-# Who or what a question is about, said by a pronoun ("you" and "I" are how a prompt addresses the assistant).
-_REFERENTS = word_set("he she him her his hers they them their theirs it its we us our my your")
+# Who a question is about, said by a pronoun ("you" and "I" address the assistant; "it" points at what was said).
+_REFERENTS = word_set("he she him her his hers they them their theirs we us our my your")
 _PRESENT = word_set("is am are do does has have")
 _PAST = word_set("was were did had")
 _BE = word_set("is am are was were be been being")
@@ -43,9 +43,18 @@ ADDED = "modifier added"
 _ALTERNATIVES = frozenset({Relation.SIBLING, Relation.ANTONYM, ROLES, REFERENT, TENSE, VOICE})
 _SCOPE = frozenset({DROPPED, COORDINATOR, QUANTIFIER})
 # How much, how often, how many: a change from one to another changes what is claimed or asked.
-_QUANTIFIERS = word_set("all some any every each no none most many few several always never sometimes usually "
-                        "often rarely seldom only")
-_ONLY = word_set("only never no none")
+# Each quantifier's class: words of one class say the same amount ("some" / "any", "all" / "every").
+_QUANTITY = {"some": "some", "any": "some", "several": "some", "all": "all", "every": "all", "each": "all",
+             "most": "most", "many": "many", "few": "few", "always": "always", "never": "never",
+             "sometimes": "sometimes", "usually": "usually", "often": "usually", "rarely": "rarely",
+             "seldom": "rarely", "only": "only"}
+_QUANTIFIERS = frozenset(_QUANTITY)
+_ONLY = word_set("only")
+# A yes/no question opens with one: it claims something ("Is Maria an average economist?"), and a modifier added
+# to the claim can flip its answer, where in a question for content ("Where is a comprehensive list ...?") it only
+# narrows what is asked for.
+_AUXILIARIES = word_set("is are am was were do does did can could will would shall should may might must has have "
+                        "had")
 # Words on each side the search for opposites reads at most (bounded work on long edits).
 _MAX_OPPOSED = 8
 # A clipped form keeps this many letters at least ("int" for "integer").
@@ -93,11 +102,12 @@ def changed_slot(query: str, cached: str) -> ChangedSlot | None:
     longer = max(len(content_a), len(content_b))
     if not differing or longer - differing < max(2, MIN_FRAME * longer):
         return None
+    polar = a[:1] and a[0] in _AUXILIARIES or b[:1] and b[0] in _AUXILIARIES
     for (left, right), (_, i2, _, j2) in zip(changed, spans, strict=True):
         # the other prompt's words: a dropped alternative is said nowhere in it (else the words only moved)
         other = frozenset(b if left else a)
         after = b[j2:] if right and not left else a[i2:]
-        found = _slot(left, right, other) or _modifier(left, right, after)
+        found = _slot(left, right, other) or (_modifier(left, right, after) if polar else None)
         if found is not None:
             return found
     return None
@@ -114,7 +124,8 @@ def _opposed(changed: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> ChangedS
         for y in added:
             if wordnet.relation(x, y) is Relation.ANTONYM:
                 return ChangedSlot(x, y, str(Relation.ANTONYM))
-    quantifiers = [{w for span in sides for w in span} & _QUANTIFIERS for sides in zip(*changed, strict=True)]
+    quantifiers = [{_QUANTITY[w] for span in sides for w in span if w in _QUANTIFIERS}
+                   for sides in zip(*changed, strict=True)]
     if len(quantifiers) == 2 and quantifiers[0] != quantifiers[1] and (all(quantifiers) or _ONLY & set().union(
             *quantifiers)):
         return ChangedSlot(" ".join(sorted(quantifiers[0])), " ".join(sorted(quantifiers[1])), QUANTIFIER)
@@ -123,8 +134,8 @@ def _opposed(changed: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> ChangedS
 
 def _modifier(left: tuple[str, ...], right: tuple[str, ...], after: tuple[str, ...]) -> ChangedSlot | None:
     """A modifier added in front of a word both prompts keep: a word WordNet reads as an adjective (or does not
-    know) right before it ("an artist" / "an average artist"), or an adjective or verb that is no noun a word or
-    two before it ("is an intern" / "is becoming an intern"). It narrows or changes what the kept word names; a
+    know) right before it ("an artist" / "an average artist"), or a verb that is no noun a word or two before it
+    ("is an intern" / "is becoming an intern"). It narrows or changes what the kept word names; a
     noun added ("HTTP 404 error", "the capital city") names what was already said."""
     if left and right:
         return None
@@ -135,7 +146,7 @@ def _modifier(left: tuple[str, ...], right: tuple[str, ...], after: tuple[str, .
     wordnet = load_wordnet()
     senses = {synset[0] for synset in wordnet.synsets(added[0])}
     adjacent = (left or right)[-1] == added[0] and after[:1] == (following,)
-    modifies = (not senses or senses & {"a", "s"}) if adjacent else ("n" not in senses and senses & {"a", "s", "v"})
+    modifies = (not senses or senses & {"a", "s"}) if adjacent else ("v" in senses and "n" not in senses)
     if not modifies:
         return None  # a noun added names what was said ("the capital city"); only a modifier narrows it
     relation = _relation(wordnet, added[0], following)
@@ -147,7 +158,11 @@ def _grammar(a: tuple[str, ...], b: tuple[str, ...],
     """What changed in the sentence's grammar rather than in a content word: the roles of its arguments (who does
     what to whom, in the active or the passive), a pronoun's referent, the tense, or the coordinator."""
     stems_a, stems_b = [stem(w) for w in _content(a)], [stem(w) for w in _content(b)]
-    passive = ("by" in a) != ("by" in b) and bool(_BE & (set(a) | set(b)))
+    # the passive on one side only: "by" and a form of "be" there, neither on the other ("Did Scott buy ..." /
+    # "Was Scott bought by ...")
+    by_side = a if "by" in a else b
+    other = b if by_side is a else a
+    passive = ("by" in a) != ("by" in b) and bool(_BE & set(by_side)) and not _BE & set(other)
     if passive and stems_a[:1] == stems_b[:1] and stems_a:
         return ChangedSlot(" ".join(a), " ".join(b), VOICE)  # the subject stayed: the roles reversed
     if not passive and not _COORDINATORS & (set(a) | set(b)) and _exchanged(stems_a, stems_b):
@@ -172,15 +187,22 @@ def _exchanged(a: list[str], b: list[str]) -> bool:
 def _grammar_span(left: tuple[str, ...], right: tuple[str, ...]) -> ChangedSlot | None:
     sides = (set(left), set(right))
     coordinators = [side & _COORDINATORS for side in sides]
-    if all(coordinators) and coordinators[0] != coordinators[1]:
+    if all(coordinators) and coordinators[0] != coordinators[1] and "between" not in sides[0] | sides[1]:
         return ChangedSlot(" ".join(left), " ".join(right), COORDINATOR)
     referents = [side & _REFERENTS for side in sides]
     if any(referents) and referents[0] != referents[1] and all(
-            r or set(_content(span)) for r, span in zip(referents, (left, right), strict=True)):
+            r or len(_content(span)) == 1 for r, span in zip(referents, (left, right), strict=True)):
         return ChangedSlot(" ".join(left), " ".join(right), REFERENT)
     if (sides[0] & _PRESENT and sides[1] & _PAST) or (sides[0] & _PAST and sides[1] & _PRESENT):
         return ChangedSlot(" ".join(left), " ".join(right), TENSE)
     return None
+
+
+def _said_otherwise(dropped: set[str], other: frozenset[str]) -> bool:
+    """The dropped alternative is a word WordNet calls the same as, or broader than, one the other prompt keeps
+    ("the meaning or purpose" / "the meaning"): an alternative said twice, not a narrower question."""
+    wordnet = load_wordnet()
+    return any(_relation(wordnet, x, y) in REWORDING for x in dropped for y in other - _IGNORED)
 
 
 def _content(span: tuple[str, ...]) -> list[str]:
@@ -194,7 +216,9 @@ def _slot(left: tuple[str, ...], right: tuple[str, ...], other: frozenset[str]) 
     if not left or not right:
         dropped = set(left or right)
         alternative = dropped - FREE_WORDS - _COORDINATORS
-        if dropped & _COORDINATORS and alternative and not alternative & other:
+        # an alternative is a word or two with its coordinator ("before or"); a longer span is a clause added
+        if (dropped & _COORDINATORS and alternative and not alternative & other and len(left or right) <= 3
+                and not _said_otherwise(alternative, other)):
             return ChangedSlot(" ".join(left), " ".join(right), DROPPED)
         return None
     if not cl or not cr or max(len(cl), len(cr)) > MAX_SPAN_WORDS:
@@ -222,5 +246,6 @@ def _relation(wordnet: WordNet, x: str, y: str) -> Relation:
 
 def _clipped(wordnet: WordNet, x: str, y: str) -> bool:
     """The shorter word begins the longer and WordNet does not know it: a clipped form ("int" / "integer")."""
+    x, y = stem(x), stem(y)
     short, long = (x, y) if len(x) < len(y) else (y, x)
     return len(short) >= _MIN_CLIP and long.startswith(short) and short not in wordnet

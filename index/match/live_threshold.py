@@ -178,7 +178,8 @@ def choose(evidence: Evidence, current: float, config: LearnerConfig) -> Thresho
     elif index < len(lows) and served[index] > 0 and over[index] >= config.confidence:
         rising = [j for j in range(index + 1, len(lows)) if not served[j] > 0 or over[j] < config.confidence]
         new = rising[0] if rising else len(lows) - 1
-    threshold = float(lows[new]) if new < len(lows) else current
+    # No move keeps `current` itself, not its band's lower edge: a prior of 1.0 (never) stays 1.0, not 0.99.
+    threshold = float(lows[new]) if new != index and new < len(lows) else current
     return _state(evidence, config, threshold, new, draws, mixtures, within)
 
 

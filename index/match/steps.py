@@ -202,10 +202,9 @@ class Slot:
     def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
         if not pair.single_turn:
             trail.kind = Kind.CONVERSATION
-            return None
-        if beyond_resolution(pair.query, pair.candidate.prompt):
+        elif beyond_resolution(pair.query, pair.candidate.prompt):
             return Decision(Reason.BEYOND_RESOLUTION, pair.candidate.similarity)
-        found = changed_slot(pair.query, pair.candidate.prompt)
+        found = changed_slot(pair.query, pair.candidate.prompt)  # a conversation's last messages too
         if found is not None and found.scope:
             return vetoed(pair, trail, SCOPE, f"the scope changed: {found.describe()}")
         if found is not None:

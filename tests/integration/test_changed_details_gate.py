@@ -1,7 +1,8 @@
 """Changed details, kept by the suite: every must-not pair of every split of every set, the public ones the team did
 not write (SGD dev dialogues with one slot value replaced, CheckList, CANNOT, SemAntoNeg, Breaking NLI, CondaQA)
 and our own, decided at Deja's defaults (`Settings()`, the real MiniLM) from a cold cache; the test fails when a
-source's must-not rate (or a kind's, from 50 pairs up) passes the budget. The twin of the real-sources gate.
+source's must-not rate (or a kind's, from 50 pairs up) passes the budget. The twin of the real-sources gate. The
+known gaps (`eval.changed_details.KNOWN_GAPS`) are an expected failure that fails the suite once it passes.
 
 The public sets are read where they lie (`DEJA_SHARED_DATASETS`, default `../shared/datasets`), never copied.
 """
@@ -48,6 +49,15 @@ def test_every_must_not_rate_at_the_defaults_is_within_the_budget(sources: list[
     assert not broken, "; ".join(broken)
     twins = [r for r in rows if r.source == "SGD dialogues" and r.kind == "slot_twin"]
     assert twins and all(r.must_not >= 500 for r in twins)
+
+
+@pytest.mark.xfail(strict=True, reason="CANNOT's negations told by rewording (\"merged with\" / \"remained "
+                   "separated from\") are served 4-9%: no rule reads a reworded negation yet (docs/evaluation.md)")
+def test_the_known_gaps_are_within_the_budget(sources: list[Source]) -> None:
+    policy = Settings().policy()
+    rows = _rows(policy, [s for s in sources if s.name == "CANNOT negations"])
+    broken = over_budget(rows, policy.max_false_hit_rate, gaps=True)
+    assert not broken, "; ".join(broken)
 
 
 def test_the_gate_catches_a_decision_that_serves_changed_details(sources: list[Source]) -> None:

@@ -30,17 +30,26 @@ STREAMING = turns("I pay monthly for the StreamMax video streaming plan.",
 STREAMING_REWORDED = turns("Hello!", "Hi! How can I help?",
                            "I have a monthly StreamMax video streaming subscription.",
                            "Got it, your StreamMax monthly subscription is on file.", "Cancel it.")
+GREETED = [*turns("Hello there!", "Hi! How can I help?"), *STREAMING]
 GYM = turns("I pay monthly for the FitClub gym membership plan.",
             "Thanks, I can see your FitClub monthly membership.", "Cancel it.")
 
 
-def test_reworded_context_with_small_talk_is_a_semantic_hit(deployment: Deployment, stub: StubUpstream,
-                                                            api_key: str) -> None:
+def test_a_greeting_before_the_same_thread_is_a_semantic_hit(deployment: Deployment, stub: StubUpstream,
+                                                             api_key: str) -> None:
     first = chat(deployment, api_key, STREAMING)
-    second = chat(deployment, api_key, STREAMING_REWORDED)
+    second = chat(deployment, api_key, GREETED)
     assert (first.headers["x-deja-cache"], second.headers["x-deja-cache"]) == ("miss", "hit-semantic")
     assert second.json()["choices"][0]["message"]["content"] == first.json()["choices"][0]["message"]["content"]
     assert len(stub.state.chat_calls()) == 1
+
+
+def test_a_reworded_thread_is_a_miss_not_a_guess(deployment: Deployment, stub: StubUpstream, api_key: str) -> None:
+    """What a follow-up depends on is compared word for word: a changed word may be a changed detail."""
+    chat(deployment, api_key, STREAMING)
+    second = chat(deployment, api_key, STREAMING_REWORDED)
+    assert (second.headers["x-deja-cache"], second.headers.get("x-deja-veto")) == ("miss", "context:content")
+    assert len(stub.state.chat_calls()) == 2
 
 
 def test_same_last_message_about_another_entity_is_a_miss(deployment: Deployment, stub: StubUpstream,
