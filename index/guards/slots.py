@@ -26,8 +26,9 @@ REWORDING = frozenset({Relation.SAME, Relation.SYNONYM, Relation.BROADER})
 # Words that join alternatives: dropping one with an alternative narrows the question's scope.
 _COORDINATORS = frozenset({"or", "and", "nor", "either", "neither", "both", "versus", "vs"})
 _IGNORED = FREE_WORDS | FUNCTION_WORDS
-# Who a question is about, said by a pronoun ("you" and "I" address the assistant; "it" points at what was said).
-_REFERENTS = word_set("he she him her his hers they them their theirs we us our my your")
+# Who a question is about, said by a third-person pronoun ("I", "my", "you" and "one" are the asker and the
+# assistant, "it" points at what was said).
+_REFERENTS = word_set("he she him her his hers they them their theirs")
 _PRESENT = word_set("is am are do does has have")
 _PAST = word_set("was were did had")
 _BE = word_set("is am are was were be been being")
@@ -102,7 +103,7 @@ def changed_slot(query: str, cached: str) -> ChangedSlot | None:
     longer = max(len(content_a), len(content_b))
     if not differing or longer - differing < max(2, MIN_FRAME * longer):
         return None
-    polar = a[:1] and a[0] in _AUXILIARIES or b[:1] and b[0] in _AUXILIARIES
+    polar = (bool(a) and a[0] in _AUXILIARIES) or (bool(b) and b[0] in _AUXILIARIES)
     for (left, right), (_, i2, _, j2) in zip(changed, spans, strict=True):
         # the other prompt's words: a dropped alternative is said nowhere in it (else the words only moved)
         other = frozenset(b if left else a)
