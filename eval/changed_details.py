@@ -14,7 +14,7 @@ from eval.contrast_sources import contrast_sources
 from eval.conversations import run_conversations
 from eval.datasets import load_pairs
 from eval.sgd import other_states, slot_twins
-from eval.sources import Origin, Source, split_of
+from eval.sources import Origin, Source, conversations, split_of
 from eval.tables import TableData, pct
 from index.embedding.embedder import Embedder
 from index.match.decide import Deciders
@@ -58,10 +58,9 @@ def sgd_sources(shared: Path, seed: int = 0) -> list[Source]:
 
 
 def our_sources(datasets: Path) -> list[Source]:
-    out = [Source("minimal pairs", Origin.OURS, "test", pairs=load_pairs(datasets / "minimal-pairs.jsonl"))]
-    out += [Source(f"conversations ({path.name.rsplit('-', 1)[0]})", Origin.CONVERSATIONS, part, pairs=load_pairs(path))
-            for part in ("dev", "test") for path in sorted(datasets.glob(f"conv*-{part}.jsonl"))]
-    return out
+    """Our sets with must-not pairs: the minimal pairs and the conversations (`eval.sources.conversations`)."""
+    minimal = Source("minimal pairs", Origin.OURS, "test", pairs=load_pairs(datasets / "minimal-pairs.jsonl"))
+    return [minimal, *conversations(datasets, seed=0)]
 
 
 def detail_sources(shared: Path, datasets: Path, seed: int = 0) -> tuple[list[Source], list[str]]:
