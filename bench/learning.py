@@ -27,6 +27,17 @@ from support.services import REPO, GatewayProcess
 from support.stub_upstream import StubUpstream
 
 
+def after_pass(url: str, since: float, timeout: float = 60.0) -> dict[str, Any]:
+    """`/deja/budget` once the gateway's upkeep has run a pass after `since` (wall-clock): a read shows what the
+    last pass stored, and the threshold at the end is the one learned from the whole replay."""
+    deadline = time.monotonic() + timeout
+    while True:
+        report: dict[str, Any] = httpx.get(url + "/deja/budget", headers=ADMIN, timeout=30).json()
+        if (report["at"] or 0.0) >= since or time.monotonic() > deadline:
+            return report
+        time.sleep(0.5)
+
+
 def run(requests: Sequence[StreamRequest], folder: Path, fixed: float | None) -> dict[str, Any]:
     folder.mkdir()
     with StubUpstream(answers={r.prompt: r.intent for r in requests}, vary=True) as stub:
@@ -39,7 +50,7 @@ def run(requests: Sequence[StreamRequest], folder: Path, fixed: float | None) ->
             started = time.monotonic()
             results = replay(gateway.url, requests)
             seconds = time.monotonic() - started
-            report = httpx.get(gateway.url + "/deja/budget", headers=ADMIN, timeout=30).json()
+            report = after_pass(gateway.url, time.time())
         finally:
             gateway.stop()
     half = len(results) // 2

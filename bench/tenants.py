@@ -1,7 +1,7 @@
 """One tenant cannot slow the others: tenant B's exact-hit latency through a real uvicorn gateway, idle, while
 tenant A floods with 1 KB prompts (a control), and while A sends long near-duplicate prompts (78 KB by default,
 each differing from the last in one word) from several threads at once (each honouring the Retry-After of a 429,
-as SDK clients do). Prints B's p50/p99 per phase and the ratios (the bar: within 2x of idle). The stub upstream
+as SDK clients do). Prints B's p50/p99 per phase and the ratios (the target: within 2x of idle). The stub upstream
 and tenant A run in processes of their own, so B's client measures the gateway, not the GIL of a process busy
 building 78 KB bodies.
 
@@ -160,7 +160,7 @@ def report(phases: list[tuple[str, list[float], list[float], dict[int, int]]], a
         print(f"{name:<18}{statistics.median(b):>10.2f}{p(b, 0.99):>10.2f}{statistics.median(b) / idle:>14.2f}"
               f"{statuses.get(200, 0):>8}{statuses.get(429, 0):>8}{a_p50:>10}")
     small, large = statistics.median(phases[1][1]), statistics.median(phases[2][1])
-    print(f"ratio B p50 while A sends {args.kb} KB / idle: {large / idle:.2f}x (bar: <= 2.00x); "
+    print(f"ratio B p50 while A sends {args.kb} KB / idle: {large / idle:.2f}x (target: <= 2.00x); "
           f"vs A sending 1 KB: {large / small:.2f}x")
 
 

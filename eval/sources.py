@@ -2,7 +2,7 @@
 
 Real users' questions come first: GPTCache's OSSChat clusters (evaluation only: the repository states no
 licence, so nothing is trained on it; test only), GPTCache's QQP pairs (Quora's terms: evaluation and choosing a
-bar, never shipped weights), Redis LangCache (MIT). Then public labelled sets (PAWS, CheckList's QQP suite), then
+threshold, never shipped weights), Redis LangCache (MIT). Then public labelled sets (PAWS, CheckList's QQP suite), then
 our own generated sets and conversations (`datasets/`). Public sets lie under `--shared` (default
 `../shared/datasets`); a source whose files are absent is skipped with a note.
 

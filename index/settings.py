@@ -15,6 +15,7 @@ from index.embedding.embedder import EmbedderBackend
 from index.embedding.memo import DEFAULT_CONTEXT_MEMO_SIZE
 from index.guards.stages import STAGE_ORDER
 from index.match.explore import DEFAULT_EXPLORE_RATE
+from index.match.live_threshold import CONFIDENCE as LEARNER_CONFIDENCE
 from index.match.policy import (
     DEFAULT_ALTERNATIVE_MIN_SIMILARITY,
     DEFAULT_AUDIT_RATE,
@@ -56,8 +57,9 @@ class Settings(BaseSettings):
         "retired")
     max_false_hit_rate: float = Field(
         DEFAULT_MAX_FALSE_HIT_RATE, gt=0.0, lt=1.0,
-        description="False hits / served each namespace is held to (95% upper bound): the live budget raises a "
-        "namespace's cosine threshold when its audits exceed it")
+        description="The false-hit budget, wrong ÷ served, each namespace's learned thresholds are held to: the "
+        f"lowest threshold whose wrong ÷ served is within it with {LEARNER_CONFIDENCE:.0%} posterior probability "
+        "serves, and one over it with that probability rises")
     judge_candidates: int = Field(DEFAULT_JUDGE_CANDIDATES, ge=1, le=50,
                                   description="Guarded mode: nearest candidates the decision reads per request")
     judge_model: Path | None = Field(
@@ -67,8 +69,8 @@ class Settings(BaseSettings):
         "judge alone cannot settle the veto; false = the judge alone")
     min_similarity: float | None = Field(
         None, ge=-1.0, le=1.0,
-        description="Cosine similarity threshold of the guarded and threshold rules (moved per namespace by the "
-        "live budget); empty = 0.92 for guarded, 0.90 for threshold")
+        description="Cosine similarity threshold of the guarded and threshold rules (in guarded mode the prior "
+        "each namespace's learned threshold starts from); empty = 0.92 for guarded, 0.90 for threshold")
     veto_below: float = Field(
         DEFAULT_VETO_BELOW, ge=0.0, le=1.0,
         description="Guarded mode: a learned P(same answer) (judge, stacked with the pair model) below this vetoes "
@@ -145,8 +147,8 @@ class Settings(BaseSettings):
         "reads the two prompts and answers); empty = compare the answers' embeddings")
     label_model_error_rate: float = Field(
         0.05, ge=0.0, lt=0.5, description="How often the label model's label is wrong, as measured on labelled "
-        "pairs: each of its labels weighs 1 - 2 x this in the remembered differences, and the live budget's rates "
-        "are corrected for it when the bar moves")
+        "pairs: each of its labels weighs 1 - 2 x this in the remembered differences, and the learned thresholds' "
+        "posterior reads its labels as this noisy")
     difference_min_labels: float = Field(
         3.0, gt=0, description="Net weight of wrong labels (wrong minus right, each decayed) at which a remembered "
         "difference between two prompts keeps such candidates from being served")
@@ -159,7 +161,9 @@ class Settings(BaseSettings):
         True, description="Choose each namespace's cosine threshold from its own evidence, both ways: shadow labels "
         "of near misses below it, audits of hits above it (off: the prior threshold serves)")
     threshold_interval_seconds: float = Field(
-        5.0, gt=0, description="How often each namespace's learned threshold is re-chosen from the shared evidence")
+        5.0, gt=0, description="How often the budget's upkeep pass runs: the tallies of served, audited and wrong "
+        "hits and each namespace's learned thresholds, re-chosen from the shared evidence (GET /deja/budget and "
+        "the overview page show what the last pass stored)")
     learn_floor: float = Field(
         DEFAULT_LEARN_FLOOR, ge=-1.0, le=1.0, description="The lowest cosine threshold a namespace's evidence may "
         "choose; candidates from here up to the threshold are the near misses that are labelled")

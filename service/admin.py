@@ -67,19 +67,16 @@ async def stats(rt: RuntimeDep) -> dict[str, Any]:
 
 @admin_router.get("/budget")
 async def budget(rt: RuntimeDep) -> BudgetReport:
-    """The false-hit budget on this deployment's traffic, per (namespace, API), read afresh from the log."""
-    await run_in_threadpool(rt.flush_decisions)
-    await run_in_threadpool(rt.budget.refresh)
-    await run_in_threadpool(rt.upkeep.refresh_thresholds, True)
-    return rt.budget.report().model_copy(update={"thresholds": rt.threshold_keeper.view()})
+    """The false-hit budget on this deployment's traffic: the tallies per (namespace, API) and the learner's
+    statistic per namespace and kind, as the last upkeep pass stored them (a read computes nothing)."""
+    return await run_in_threadpool(lambda: rt.budget.report(rt.threshold_keeper.view()))
 
 
 @admin_router.get("/budget/evidence")
 async def budget_evidence(rt: RuntimeDep) -> Evidence:
-    """The latest moves of the namespaces' bars with their evidence, and the remembered differences with the
-    counts behind each (wrong and right label weights, decayed; whether it vetoes) and the decisions it changed."""
-    await run_in_threadpool(rt.differences.sync)
-    return rt.budget.evidence().model_copy(update={"threshold_moves": rt.threshold_keeper.moves()})
+    """The remembered differences with the counts behind each (wrong and right label weights, decayed; whether it
+    vetoes) and the decisions it changed, and the latest moves of the learned thresholds, as last synced."""
+    return await run_in_threadpool(lambda: rt.budget.evidence(rt.threshold_keeper.moves()))
 
 
 @admin_router.get("/entries/{entry_id}")

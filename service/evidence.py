@@ -14,16 +14,18 @@ from service.runtime import Runtime
 
 
 def hit_facts(rt: Runtime, namespace: str, lookup: Lookup, policy: MatchPolicy) -> HitFacts:
-    """What the audit sampler reads of a served hit. Near the bar is where an audit teaches most: the cosine
-    against the threshold the live budget moves (a hit served on its cosine just above it; a plain rewording is
-    served on its content and is never near a bar)."""
+    """What the audit sampler reads of a served hit. Where the learner's statistic says the budget does not hold
+    (for the hit's kind), and near the threshold, is where an audit teaches most: the cosine against the threshold
+    in force (a hit served on its cosine just above it; a plain rewording is served on its content and is never
+    near a threshold)."""
     decision = lookup.decision
     p = decision.probability if decision is not None else None
-    bar = None
+    threshold = None
     if decision is not None and policy.guarded and decision.basis == COSINE:
-        p, bar = decision.similarity, policy.min_similarity
+        p, threshold = decision.similarity, policy.threshold_for(decision.kind)
+    over = decision is not None and rt.learned.over_budget(namespace, decision.kind)
     created = lookup.response.created_at if lookup.response is not None else rt.clock()
-    return HitFacts(rt.bars.level(namespace) > 0, p, bar, rt.clock() - created)
+    return HitFacts(over, p, threshold, rt.clock() - created)
 
 
 def label_case(namespace: str, prompt: str, lookup: Lookup) -> LabelCase:

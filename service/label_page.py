@@ -128,7 +128,7 @@ label_router = APIRouter()
 @label_router.get(PAGE_PATH, include_in_schema=False)
 async def label_page(request: Request, rt: RuntimeDep, token: str | None = None) -> Response:
     """`?token=` trades the admin token for a session cookie (HttpOnly, SameSite=Strict, never the token) and
-    redirects, so the token leaves the URL bar and history; without it the page needs the session (or a bearer
+    redirects, so the token leaves the address and the history; without it the page needs the session (or a bearer
     header). The page carries its session's CSRF token, which its script sends with every label."""
     settings = rt.settings
     if token is not None:

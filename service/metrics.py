@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from index.match.live_threshold import CONFIDENCE
+
 _STAGE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 
@@ -39,22 +41,19 @@ class Metrics:
         self.audits = Counter("deja_audits", "Background audits by outcome", ["outcome"], registry=r)
         self.not_stored = Counter("deja_answers_not_stored", "Upstream answers relayed but not cached, by reason "
                                   "(refusal, empty, tool errors)", ["reason"], registry=r)
-        # The live false-hit budget per (namespace, API), as `/deja/budget` reports it (`index.match.budget`).
+        # The false-hit budget as `/deja/budget` reports it: the tallies per (namespace, API) (`index.storage.
+        # budget`), and per (namespace, kind) the learner's one statistic (`index.match.live_threshold`).
         budget_labels = ["namespace", "api"]
-        self.budget = Gauge("deja_budget_max_false_hit_rate", "The false-hit budget (DEJA_MAX_FALSE_HIT_RATE)",
-                            registry=r)
+        self.budget = Gauge("deja_budget_max_false_hit_rate", "The false-hit budget, wrong ÷ served "
+                            "(DEJA_MAX_FALSE_HIT_RATE)", registry=r)
         self.budget_served = Gauge("deja_budget_served", "Served semantic hits", budget_labels, registry=r)
         self.budget_audited = Gauge("deja_budget_audited", "Served semantic hits with an audit, feedback or human "
                                     "label", budget_labels, registry=r)
         self.budget_wrong = Gauge("deja_budget_wrong", "Audited semantic hits labelled wrong", budget_labels,
                                   registry=r)
-        self.budget_estimate = Gauge("deja_budget_estimate", "Wrong / audited (absent until audited)",
-                                     budget_labels, registry=r)
-        self.budget_upper = Gauge("deja_budget_upper", "One-sided 95% Clopper-Pearson upper bound on wrong / served",
-                                  budget_labels, registry=r)
-        self.budget_bar = Gauge("deja_budget_bar", "The namespace's bar (judge probability, or cosine threshold)",
-                                budget_labels, registry=r)
-        self.bar_changes = Counter("deja_bar_changes", "Moves of a namespace's bar", ["direction"], registry=r)
+        self.budget_upper = Gauge("deja_budget_upper", f"The learner's {CONFIDENCE:.0%} upper bound on wrong ÷ served "
+                                  "at the threshold in force; the budget holds where it is at most the budget",
+                                  ["namespace", "kind"], registry=r)
         self.threshold = Gauge("deja_threshold", "The namespace's learned cosine threshold in force", ["namespace"],
                                registry=r)
         self.threshold_moves = Counter("deja_threshold_moves", "Moves of a namespace's learned threshold",

@@ -1,6 +1,7 @@
 """The operator overview `/deja/admin/overview`: what the cache is doing, read from the metrics (this replica's
-traffic per API), the decision log (semantic decisions per namespace and API, over time) and the live budget (the
-false-hit estimate, its upper bound and the bar's moves). The page itself is drawn by `service.overview_page`."""
+traffic per API), the decision log (semantic decisions per namespace and API, over time) and the budget as the last
+upkeep pass stored it (the tallies, the learner's statistic and thresholds, their moves): a page load runs no pass.
+The page itself is drawn by `service.overview_page`."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from prometheus_client import Counter
 from sqlalchemy import Engine, func, select
 
 from index.errors import store_errors
-from index.match.bar import raised
+from index.match.live_threshold import CONFIDENCE
 from index.match.outcome import Kind
 from index.records import Verdict
 from index.storage.schema import decisions
@@ -47,7 +48,7 @@ class Savings:
 
 @dataclass(frozen=True)
 class NamespaceRow:
-    """One (namespace, API): its logged semantic decisions and its live false-hit budget."""
+    """One (namespace, API): its logged semantic decisions and the budget's tallies (counts only)."""
 
     namespace: str
     api: str
@@ -55,14 +56,11 @@ class NamespaceRow:
     served: int  # semantic hits served
     audited: int
     wrong: int
-    estimate: float | None
-    upper: float
-    bar: float | None  # None: nothing can be served at this budget
 
 
 @dataclass(frozen=True)
-class BarTrack:
-    """A namespace's bar over time: (time, bar) points, a step after each move."""
+class ThresholdTrack:
+    """A namespace's cosine threshold in force over time: (time, threshold) points, a step after each move."""
 
     namespace: str
     points: tuple[tuple[float, float], ...]
@@ -84,9 +82,10 @@ class Overview:
     traffic: tuple[ApiTraffic, ...]
     savings: tuple[Savings, ...]
     namespaces: tuple[NamespaceRow, ...]
-    bars: tuple[BarTrack, ...]
+    tracks: tuple[ThresholdTrack, ...]
     timeline: tuple[Slice, ...]
     thresholds: tuple[NamespaceThreshold, ...] = ()
+    confidence: float = CONFIDENCE
 
 
 def _counter_values(counter: Counter) -> Iterable[tuple[dict[str, str], float]]:
@@ -132,25 +131,10 @@ def _timeline(engine: Engine, now: float) -> tuple[Slice, ...]:
     return tuple(Slice(start + i * width, start + (i + 1) * width, served[i], missed[i]) for i in range(TIME_BUCKETS))
 
 
-def _bar_tracks(rt: Runtime, namespaces: Iterable[str], since: float, now: float) -> tuple[BarTrack, ...]:
-    moves: dict[str, list[tuple[float, int, int]]] = {}
-    for change in rt.bars.history:
-        moves.setdefault(change.namespace, []).append((change.at, change.old_level, change.new_level))
-    tracks = []
-    for namespace in sorted(set(namespaces) | moves.keys()):
-        prior = rt.prior_bar(namespace)
-        steps = moves.get(namespace, [])
-        level = steps[0][1] if steps else rt.bars.level(namespace)
-        points = [(min(since, steps[0][0]) if steps else since, raised(prior, level))]
-        for at, _, new in steps:
-            points.append((at, raised(prior, new)))
-        points.append((now, raised(prior, rt.bars.level(namespace))))
-        tracks.append(BarTrack(namespace, tuple(points)))
-    return tuple(tracks)
-
-
-def _threshold_tracks(rt: Runtime, namespaces: Iterable[str], since: float, now: float) -> tuple[BarTrack, ...]:
-    """Guarded mode: each namespace's learned threshold over time, a step at every move."""
+def _threshold_tracks(rt: Runtime, namespaces: Iterable[str], since: float, now: float
+                      ) -> tuple[ThresholdTrack, ...]:
+    """Each namespace's cosine threshold in force over time, a step at every learned move (none with learning
+    off or in threshold mode: the prior serves)."""
     moves: dict[str, list[tuple[float, float, float]]] = {}
     for move in rt.learned.history:
         if move.kind is not Kind.COSINE:
@@ -163,15 +147,12 @@ def _threshold_tracks(rt: Runtime, namespaces: Iterable[str], since: float, now:
         points = [(min(since, steps[0][0]) if steps else since, steps[0][1] if steps else now_at)]
         points += [(at, new) for at, _, new in steps]
         points.append((now, now_at))
-        tracks.append(BarTrack(namespace, tuple(points)))
+        tracks.append(ThresholdTrack(namespace, tuple(points)))
     return tuple(tracks)
 
 
 def read_overview(rt: Runtime) -> Overview:
-    """In a worker thread: flush pending decisions, refresh the budget, then read everything the page draws."""
-    rt.flush_decisions()
-    rt.budget.refresh()
-    rt.upkeep.refresh_thresholds(force=True)
+    """In a worker thread: everything the page draws, the budget as the last upkeep pass stored it."""
     now = rt.clock()
     counts = _decision_counts(rt.engine)
     tallies = {(t.namespace, t.api): t for t in rt.budget.tallies}
@@ -181,12 +162,10 @@ def read_overview(rt: Runtime) -> Overview:
         rows.append(NamespaceRow(
             namespace=key[0], api=key[1], decisions=counts.get(key, 0),
             served=tally.served if tally else 0, audited=tally.audited if tally else 0,
-            wrong=tally.wrong if tally else 0, estimate=tally.estimate if tally else None,
-            upper=tally.upper if tally else 1.0, bar=rt.budget.bar(key[0])))
+            wrong=tally.wrong if tally else 0))
     timeline = _timeline(rt.engine, now)
-    tracks = _threshold_tracks if rt.policy.guarded else _bar_tracks
     since = timeline[0].start if timeline else now
-    return Overview(budget=rt.bars.budget, decision=rt.policy.decision.value, now=now,
+    return Overview(budget=rt.budget.budget, decision=rt.policy.decision.value, now=now,
                     traffic=_traffic(rt), savings=_savings(rt), namespaces=tuple(rows),
-                    bars=tracks(rt, (r.namespace for r in rows), since, now), timeline=timeline,
-                    thresholds=tuple(rt.threshold_keeper.view()))
+                    tracks=_threshold_tracks(rt, (r.namespace for r in rows), since, now), timeline=timeline,
+                    thresholds=tuple(rt.threshold_keeper.view()), confidence=rt.budget.confidence)

@@ -15,8 +15,9 @@ from index.records import Verdict
 from service.admin_auth import SESSION_COOKIE, is_admin_token, new_session
 from service.deps import RuntimeDep, require_admin
 from service.errors import Unauthorized
-from service.overview import BarTrack, NamespaceRow, Overview, Slice, read_overview
+from service.overview import NamespaceRow, Overview, Slice, ThresholdTrack, read_overview
 from service.overview_thresholds import section as thresholds_section
+from service.thresholds import NamespaceThreshold
 
 PAGE_PATH = "/deja/admin/overview"
 VERDICT_COLOURS = {Verdict.EXACT_HIT.value: "#2e7d32", Verdict.SEMANTIC_HIT.value: "#66bb6a",
@@ -81,9 +82,11 @@ def _traffic_table(overview: Overview) -> str:
             f'{savings or "<tr><td colspan=3>nothing yet</td></tr>"}</table>')
 
 
-def _budget_chart(rows: tuple[NamespaceRow, ...], budget: float) -> str:
+def _budget_chart(rows: tuple[NamespaceThreshold, ...], budget: float, confidence: float) -> str:
+    """Per namespace and kind, the learner's statistic against the budget: a strip to its upper bound at
+    `confidence`, a dot at its estimate."""
     if not rows:
-        return '<p class="empty">No semantic decision logged yet.</p>'
+        return '<p class="empty">No namespace has evidence yet.</p>'
     scale = max([budget * 2, *(r.upper for r in rows)])
     left, span = 200, WIDTH - 260
     height = 26 * len(rows) + 36
@@ -92,16 +95,14 @@ def _budget_chart(rows: tuple[NamespaceRow, ...], budget: float) -> str:
         return left + span * min(value, scale) / scale
 
     parts = [f'<svg id="chart-budget" role="img" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}">'
-             "<title>False-hit estimate and its 95% upper bound against the budget</title>"]
+             f"<title>Estimated wrong ÷ served and its {confidence:.0%} upper bound against the budget</title>"]
     for i, row in enumerate(rows):
         y = 8 + 26 * i
-        over = row.upper > budget
-        parts.append(f'<text x="0" y="{y + 13}">{_e(_short(row.namespace))} · {_e(row.api)}</text>'
+        parts.append(f'<text x="0" y="{y + 13}">{_e(_short(row.namespace))} · {_e(row.kind)}</text>'
                      f'<rect x="{left}" y="{y}" width="{x(row.upper) - left:.1f}" height="16" '
-                     f'fill="{"#ef9a9a" if over else "#a5d6a7"}"><title>upper bound {_pct(row.upper)}</title></rect>')
-        if row.estimate is not None:
-            parts.append(f'<circle cx="{x(row.estimate):.1f}" cy="{y + 8}" r="5" fill="#212121">'
-                         f"<title>estimate {_pct(row.estimate)}</title></circle>")
+                     f'fill="{"#a5d6a7" if row.holds else "#ef9a9a"}"><title>upper bound {_pct(row.upper)}</title>'
+                     f'</rect><circle cx="{x(row.estimate):.1f}" cy="{y + 8}" r="5" fill="#212121">'
+                     f"<title>estimate {_pct(row.estimate)}</title></circle>")
         parts.append(f'<text x="{x(row.upper) + 6:.1f}" y="{y + 13}" class="small">{_pct(row.upper)}</text>')
     bx = x(budget)
     parts.append(f'<line x1="{bx:.1f}" y1="0" x2="{bx:.1f}" y2="{height - 20}" stroke="#b71c1c" '
@@ -113,16 +114,14 @@ def _budget_chart(rows: tuple[NamespaceRow, ...], budget: float) -> str:
 def _budget_table(rows: tuple[NamespaceRow, ...]) -> str:
     body = "".join(
         f'<tr><td title="{_e(r.namespace)}">{_e(_short(r.namespace))}</td><td>{_e(r.api)}</td><td>{r.decisions}</td>'
-        f"<td>{r.served}</td><td>{r.audited}</td><td>{r.wrong}</td><td>{_pct(r.estimate)}</td>"
-        f"<td>{_pct(r.upper)}</td><td>{'–' if r.bar is None else f'{r.bar:.3f}'}</td></tr>" for r in rows)
+        f"<td>{r.served}</td><td>{r.audited}</td><td>{r.wrong}</td></tr>" for r in rows)
     return ('<table id="namespaces"><tr><th>namespace</th><th>API</th><th>semantic decisions</th><th>served</th>'
-            "<th>audited</th><th>wrong</th><th>estimate</th><th>upper bound</th><th>bar</th></tr>"
-            f"{body}</table>")
+            f"<th>audited</th><th>wrong</th></tr>{body}</table>")
 
 
-def _bars_chart(tracks: tuple[BarTrack, ...]) -> str:
+def _tracks_chart(tracks: tuple[ThresholdTrack, ...]) -> str:
     if not tracks:
-        return '<p class="empty">No namespace has a bar yet.</p>'
+        return '<p class="empty">No namespace has a threshold to draw yet.</p>'
     times = [t for track in tracks for t, _ in track.points]
     values = [v for track in tracks for _, v in track.points]
     t0, t1 = min(times), max(max(times), min(times) + 1)
@@ -133,8 +132,8 @@ def _bars_chart(tracks: tuple[BarTrack, ...]) -> str:
     def point(t: float, v: float) -> str:
         return f"{left + (WIDTH - left - 160) * (t - t0) / (t1 - t0):.1f},{bottom - 170 * (v - low) / (high - low):.1f}"
 
-    parts = [f'<svg id="chart-bars" role="img" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}">'
-             "<title>Each namespace's bar over time</title>"
+    parts = [f'<svg id="chart-thresholds" role="img" width="{WIDTH}" height="{height}" '
+             f'viewBox="0 0 {WIDTH} {height}"><title>Each namespace\'s cosine threshold over time</title>'
              f'<line x1="{left}" y1="{bottom}" x2="{WIDTH - 160}" y2="{bottom}" stroke="#777"/>'
              f'<text x="0" y="{bottom}" class="small">{low:.3f}</text>'
              f'<text x="0" y="24" class="small">{high:.3f}</text>'
@@ -144,7 +143,7 @@ def _bars_chart(tracks: tuple[BarTrack, ...]) -> str:
         colour = LINE_COLOURS[i]
         steps: list[str] = []
         for j, (t, v) in enumerate(track.points):
-            if j:  # a step: hold the previous bar until the move
+            if j:  # a step: hold the previous threshold until the move
                 steps.append(point(t, track.points[j - 1][1]))
             steps.append(point(t, v))
         parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{" ".join(steps)}">'
@@ -190,14 +189,17 @@ def render(overview: Overview, nonce: str) -> str:
         '<a href="/deja/label">Label decisions</a></p>'
         "<h2>Traffic per API (this replica, since it started)</h2>"
         f"{_traffic_chart(overview)}{_traffic_table(overview)}"
-        "<h2>False hits per namespace and API</h2><p class=\"note\">Bar: the one-sided 95% upper bound on wrong ÷ "
-        "served from audited hits; dot: the estimate wrong ÷ audited; dashed line: the budget.</p>"
-        f"{_budget_chart(overview.namespaces, overview.budget)}{_budget_table(overview.namespaces)}"
+        "<h2>The budget per namespace and kind</h2><p class=\"note\">Wrong ÷ served at the threshold in force, "
+        f"as the learner reads it: the strip reaches its {overview.confidence:.0%} upper bound (green: within the "
+        "budget, the budget holds; red: over), the dot is the estimate; dashed line: the budget.</p>"
+        f"{_budget_chart(overview.thresholds, overview.budget, overview.confidence)}"
+        "<h3>Served hits per namespace and API</h3>"
+        f"{_budget_table(overview.namespaces)}"
         "<h2>The threshold per namespace</h2>"
         f"{thresholds_section(overview.thresholds, overview.budget)}"
-        "<h2>The bar over time</h2><p class=\"note\">Each namespace's bar (the learned cosine threshold; in judge "
-        "mode the judge's probability) as the evidence moves it, both ways.</p>"
-        f"{_bars_chart(overview.bars)}"
+        "<h2>The threshold over time</h2><p class=\"note\">Each namespace's cosine threshold in force as its "
+        "evidence moves it, both ways.</p>"
+        f"{_tracks_chart(overview.tracks)}"
         f"<h2>Semantic decisions over time</h2>{_timeline_chart(overview.timeline)}"
         "</body></html>")
 

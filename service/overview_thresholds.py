@@ -23,18 +23,19 @@ def threshold_table(rows: tuple[NamespaceThreshold, ...]) -> str:
     if not rows:
         return '<p class="empty">No namespace has evidence yet: every namespace serves at the prior.</p>'
     body = "".join(
-        f'<tr><td title="{_e(r.namespace)}">{_e(r.namespace[:12])}</td><td>{r.threshold:.2f}</td>'
-        f"<td>{r.prior:.2f}</td><td>{100 * r.estimate:.2f}%</td><td>{r.within_budget:.2f}</td><td>{r.labels}</td>"
+        f'<tr><td title="{_e(r.namespace)}">{_e(r.namespace[:12])}</td><td>{_e(r.kind)}</td><td>{r.threshold:.2f}</td>'
+        f"<td>{r.prior:.2f}</td><td>{100 * r.estimate:.2f}%</td><td>{100 * r.upper:.2f}%</td>"
+        f"<td>{'yes' if r.holds else 'no'}</td><td>{r.labels}</td>"
         f"<td>{_opt(r.next_down)}</td><td>{_opt(r.labels_to_move)}</td><td>{_opt(r.requests_to_move)}</td></tr>"
         for r in rows)
-    return ('<table id="thresholds"><tr><th>namespace</th><th>threshold in force</th><th>prior</th>'
-            "<th>estimated wrong ÷ served</th><th>P(within budget)</th><th>labels</th><th>next down</th>"
-            f"<th>labels to move</th><th>requests to move</th></tr>{body}</table>")
+    return ('<table id="thresholds"><tr><th>namespace</th><th>kind</th><th>threshold in force</th><th>prior</th>'
+            "<th>estimated wrong ÷ served</th><th>upper bound</th><th>budget holds</th><th>labels</th>"
+            f"<th>next down</th><th>labels to move</th><th>requests to move</th></tr>{body}</table>")
 
 
 def band_chart(row: NamespaceThreshold, budget: float) -> str:
-    """Bars: would-serve requests per band (grey), labelled right/wrong share (green/red); line: the band's
-    posterior wrong rate against the budget; the threshold in force marked."""
+    """Columns: would-serve requests per band (grey), the share labelled wrong (red); dots: the band's posterior
+    wrong rate against the budget; the threshold in force marked."""
     bands = row.bands
     if not bands:
         return ""

@@ -27,7 +27,6 @@ from index.judge.pair_model import load_pair_stage
 from index.maintenance import Maintainer
 from index.match.answers import AnswerBaselines
 from index.match.audit_sampler import AuditSampler
-from index.match.bar_book import BarBook
 from index.match.decide import Deciders
 from index.match.differences import Differences
 from index.match.explore import Exploration
@@ -147,14 +146,12 @@ class Runtime:
                             parts.draw, pair=pair)
         # Audits labelled by answer comparison are exact about the two answers; a label model errs at its rate.
         self.label_error_rate = 0.0 if settings.label_model is None else settings.label_model_error_rate
-        self.bars = BarBook(settings.max_false_hit_rate, self.clock, error_rate=self.label_error_rate)
         self.differences = Differences(SqlDifferenceLog(self.engine), self.clock,
                                        settings.difference_half_life_days * 86400.0, settings.difference_min_labels)
         # Each namespace's threshold, learned from the shared decision log's evidence (guarded mode).
         self.learned = ThresholdBook(LearnerConfig.for_policy(self.policy, self.label_error_rate), self.clock)
         learns = settings.learn_threshold and self.policy.guarded
-        matcher = Matcher(self.policy, deciders, self.differences, level=self.bars.level,
-                          learned=self.learned.threshold if learns else None)
+        matcher = Matcher(self.policy, deciders, self.differences, learned=self.learned.threshold if learns else None)
         self.cache = Cache(parts.exact or build_exact(settings), self.store,
                            build_index(settings, self.engine, self.embedder), self.embedder, config,
                            clock=self.clock, matcher=matcher)
@@ -170,8 +167,8 @@ class Runtime:
         # asks the label model.
         self.audit_sampler = AuditSampler(settings.audit_rate, settings.audit_calls_per_hour, self.clock,
                                           calls_per_audit=2)
-        self.budget = BudgetKeeper(self.engine, self.bars, self.metrics, self.differences, self.prior_bar,
-                                   self.learned.threshold if learns else None)
+        self.budget = BudgetKeeper(self.engine, self.learned.budget, self.learned.config.confidence, self.metrics,
+                                   self.differences, self.clock)
         self.threshold_keeper = ThresholdKeeper(self.learned, EvidenceLog(self.engine),
                                                 self.thresholds.prior_for, self.metrics)
         self.upstream = build_upstream(settings, settings.upstream_url, parts.transport)
@@ -193,7 +190,7 @@ class Runtime:
 
     @property
     def thresholds(self) -> NamespacePolicies:
-        """Each namespace's policy (stored thresholds, live bar levels): the matcher's."""
+        """Each namespace's policy (stored thresholds, learned thresholds): the matcher's."""
         return self.cache.matcher.namespaces
 
     @property
@@ -208,10 +205,6 @@ class Runtime:
     def judge_in_force(self) -> str | None:
         """The applied judge's version (None: the prior)."""
         return self.judge_sync.in_force
-
-    def prior_bar(self, namespace: str) -> float:
-        """The namespace's bar before the live budget moves it: its cosine threshold."""
-        return self.thresholds.prior_for(namespace).min_similarity
 
     def upstream_for(self, name: UpstreamName) -> Upstream:
         return self.anthropic_upstream if name is UpstreamName.ANTHROPIC else self.upstream

@@ -1,7 +1,9 @@
 """Each namespace's learned thresholds (one per kind of difference) on a gateway: `ThresholdKeeper.refresh` (the
-upkeep tick, every `DEJA_THRESHOLD_INTERVAL_SECONDS`) re-reads every namespace's evidence from the shared decision log
+upkeep pass, every `DEJA_THRESHOLD_INTERVAL_SECONDS`) re-reads every namespace's evidence from the shared decision log
 (`index.storage.evidence`) and lets `index.match.threshold_book` choose; `view` is what `/deja/budget` and the
-overview page show: the threshold in force, the evidence per band behind it and the labels that would move it."""
+overview page show of what that pass chose (they never run one): the threshold in force, the budget's statistic
+there (the learner's upper bound on wrong ÷ served at its confidence), the evidence per band behind it and the
+labels that would move it."""
 
 from __future__ import annotations
 
@@ -34,8 +36,11 @@ class NamespaceThreshold(BaseModel):
     kind: str  # the kind of difference: cosine (single-turn wording), slot (a changed slot), conversation
     threshold: float  # the cosine threshold in force for this kind
     prior: float  # the threshold a namespace without evidence serves at
-    estimate: float  # estimated wrong ÷ served at the threshold in force
-    within_budget: float  # posterior probability that wrong ÷ served is within the budget there
+    estimate: float  # estimated wrong ÷ served at the threshold in force (the posterior mean)
+    # The budget's statistic: the learner's upper bound on wrong ÷ served at the threshold in force, at its
+    # confidence (`index.match.live_threshold.CONFIDENCE`, 80%); the budget holds when it is at most the budget.
+    upper: float
+    holds: bool  # upper <= the budget
     labels: int
     next_down: float | None  # the next lower threshold with traffic
     labels_to_move: int | None  # more labels (at the rates seen) before it moves there; None: evidence says no
@@ -49,7 +54,7 @@ class ThresholdMoveView(BaseModel):
     old: float
     new: float
     estimate: float
-    within_budget: float
+    upper: float  # at the new threshold, as `NamespaceThreshold.upper`
     labels: int
     at: float
 
@@ -74,8 +79,8 @@ class ThresholdKeeper:
                     found = collect(observations, self.book.config.floor)
                     move = self.book.update(namespace, found, policy.prior_for(kind), kind)
                     state = self.book.state(namespace, kind)
-                    if state is not None and kind is Kind.COSINE:
-                        self.metrics.threshold.labels(namespace).set(state.threshold)
+                    if state is not None:
+                        self._export(namespace, kind, state.threshold, state.upper)
                     if move is not None:
                         moves.append(move)
                         self.metrics.threshold_moves.labels("down" if move.new < move.old else "up").inc()
@@ -83,18 +88,24 @@ class ThresholdKeeper:
             log.warning("thresholds not refreshed: %s", exc)
         return moves
 
+    def _export(self, namespace: str, kind: Kind, threshold: float, upper: float) -> None:
+        if kind is Kind.COSINE:
+            self.metrics.threshold.labels(namespace).set(threshold)
+        self.metrics.budget_upper.labels(namespace, kind.value).set(upper)
+
     def view(self) -> list[NamespaceThreshold]:
         rows = []
+        budget = self.book.budget
         for (namespace, kind), s in sorted(self.book.states().items()):
             bands = [BandRow(low=b.low, requests=round(b.mass, 3), right=round(b.right, 3), wrong=round(b.wrong, 3),
                              wrong_rate=round(b.wrong_rate, 5)) for b in s.bands]
             rows.append(NamespaceThreshold(
                 namespace=namespace, kind=kind.value, threshold=s.threshold, prior=s.prior,
-                estimate=round(s.estimate, 5),
-                within_budget=round(s.within, 4), labels=s.labels, next_down=s.next_down,
+                estimate=round(s.estimate, 5), upper=round(s.upper, 5), holds=s.upper <= budget,
+                labels=s.labels, next_down=s.next_down,
                 labels_to_move=s.labels_to_move, requests_to_move=s.requests_to_move, bands=bands))
         return rows
 
     def moves(self) -> list[ThresholdMoveView]:
         return [ThresholdMoveView(namespace=m.namespace, kind=m.kind.value, old=m.old, new=m.new, estimate=m.estimate,
-                                  within_budget=m.within, labels=m.labels, at=m.at) for m in self.book.history]
+                                  upper=m.upper, labels=m.labels, at=m.at) for m in self.book.history]

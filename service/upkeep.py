@@ -1,5 +1,6 @@
 """A running gateway's upkeep: start-up index load, then a loop of rounds (replica catch-up, eviction, forgetting,
-decision-log writes, label metrics, the live budget, per-namespace thresholds, the judge in force, snapshots)."""
+decision-log writes, label metrics, the budget's pass: tallies and per-namespace thresholds, the judge in force,
+snapshots). The budget's pass is the only place its numbers are computed; the admin reads show what it stored."""
 
 from __future__ import annotations
 
@@ -106,7 +107,7 @@ class Upkeep:
         # Entries in the index as of the last count (a shared index is counted in SQL: not every round).
         self.indexed_entries = 0
         self._last_snapshot = time.monotonic()
-        self._last_thresholds = float("-inf")
+        self._last_budget = float("-inf")
         self._pending: list[DecisionRecord] = []
         self._pending_lock = threading.Lock()
 
@@ -167,12 +168,11 @@ class Upkeep:
             p.metrics.evictions.inc(p.maintainer.evict())
             p.forgetting.sweep()
             self._label_metrics()
-            p.budget.refresh()
             if p.cache.config.policy.reads_judge:
                 p.cache.histories = p.decisions.entry_histories()
         p.judge_sync.sync()
         p.cache.matcher.namespaces.by_namespace = p.decisions.thresholds()
-        self.refresh_thresholds()
+        self.refresh_budget()
         if evict or isinstance(p.cache.index, SemanticIndex):  # a shared index is counted in SQL: not every round
             self.indexed_entries = len(p.cache.index)
         p.metrics.indexed.set(self.indexed_entries)
@@ -180,15 +180,18 @@ class Upkeep:
         if interval and time.monotonic() - self._last_snapshot >= interval:
             self.save_snapshot()
 
-    def refresh_thresholds(self, force: bool = False) -> None:
-        """Every `DEJA_THRESHOLD_INTERVAL_SECONDS`, each namespace's threshold from the shared evidence."""
-        keeper = self.parts.thresholds
-        if keeper is None:
+    def refresh_budget(self, force: bool = False) -> None:
+        """The budget's pass, every `DEJA_THRESHOLD_INTERVAL_SECONDS` (`force`: now): the tallies per (namespace,
+        API) and the remembered differences, then each namespace's thresholds from the shared evidence (with
+        learning on). `GET /deja/budget` and the overview page read what the last pass stored."""
+        p = self.parts
+        if not force and time.monotonic() - self._last_budget < p.settings.threshold_interval_seconds:
             return
-        if force or time.monotonic() - self._last_thresholds >= self.parts.settings.threshold_interval_seconds:
-            self.flush_decisions()
-            keeper.refresh()
-            self._last_thresholds = time.monotonic()
+        self.flush_decisions()
+        p.budget.refresh()
+        if p.thresholds is not None:
+            p.thresholds.refresh()
+        self._last_budget = time.monotonic()
 
     def _label_metrics(self) -> None:
         p = self.parts

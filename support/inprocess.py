@@ -124,6 +124,11 @@ class InProcessGateway:
                 return float(line.rsplit(" ", 1)[1])
         return 0.0
 
+    async def upkeep(self) -> None:
+        """Run the budget's upkeep pass now (tallies, differences, learned thresholds), as the background loop
+        does every `DEJA_THRESHOLD_INTERVAL_SECONDS`: what `/deja/budget` and the overview page then show."""
+        await asyncio.to_thread(self.runtime.upkeep.refresh_budget, True)
+
 
 @asynccontextmanager
 async def inprocess_gateway(tmp_path: Path, parts: Parts | None = None, **settings: Any

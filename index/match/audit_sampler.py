@@ -1,8 +1,9 @@
 """Which served semantic hits are audited: `DEJA_AUDIT_RATE` of them as the default share, and more where an audit
-teaches most (a namespace whose bar is raised, a candidate just above the bar, a young entry), each boost a
-multiple of the default share. The extra upstream calls of labelling (extra audits, and LLM label calls for
-shadows and explorations) share one hourly allowance, `DEJA_AUDIT_CALLS_PER_HOUR`; base-share audits do not
-draw on it. The gateway and `eval replay --learn` use the same sampler."""
+teaches most (a namespace whose budget the learner's statistic says does not hold, a candidate just above its
+threshold, a young entry), each boost a multiple of the default share. The extra upstream calls of labelling
+(extra audits, and LLM label calls for shadows) share one hourly allowance,
+`DEJA_AUDIT_CALLS_PER_HOUR`; base-share audits do not draw on it. The gateway and `eval replay --learn` use the
+same sampler."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from enum import StrEnum
 OVER_BUDGET_BOOST = 20.0
 UNCERTAIN_BOOST = 10.0
 YOUNG_BOOST = 5.0
-# A candidate whose probability is within this much of the bar is uncertain; an entry younger than this is young.
+# A candidate whose cosine is within this much of its threshold is uncertain; an entry younger than this is young.
 UNCERTAIN_MARGIN = 0.05
 YOUNG_SECONDS = 3600.0
 HOUR = 3600.0
@@ -31,12 +32,13 @@ class AuditReason(StrEnum):
 
 @dataclass(frozen=True)
 class HitFacts:
-    """What the sampler knows of a served hit. `probability` and `bar`: the cosine and the threshold (a hit served
-    on its cosine), else None."""
+    """What the sampler knows of a served hit. `over_budget`: the learner's upper bound on wrong ÷ served at the
+    namespace's threshold in force is above the budget (`index.match.threshold_book.ThresholdBook.over_budget`).
+    `similarity` and `threshold`: the cosine and the threshold it met (a hit served on its cosine), else None."""
 
-    raised_bar: bool
-    probability: float | None
-    bar: float | None
+    over_budget: bool
+    similarity: float | None
+    threshold: float | None
     entry_age: float
 
 
@@ -54,10 +56,10 @@ class AuditSampler:
 
     def boost(self, facts: HitFacts) -> tuple[float, AuditReason]:
         """The multiple of the default share this hit is audited at, and why."""
-        if facts.raised_bar:
+        if facts.over_budget:
             return OVER_BUDGET_BOOST, AuditReason.OVER_BUDGET
-        p, bar = facts.probability, facts.bar
-        if p is not None and bar is not None and p - bar < UNCERTAIN_MARGIN:
+        similarity, threshold = facts.similarity, facts.threshold
+        if similarity is not None and threshold is not None and similarity - threshold < UNCERTAIN_MARGIN:
             return UNCERTAIN_BOOST, AuditReason.UNCERTAIN
         if facts.entry_age < YOUNG_SECONDS:
             return YOUNG_BOOST, AuditReason.YOUNG

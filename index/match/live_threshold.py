@@ -16,6 +16,10 @@ posterior is sampled (seeded: the same evidence always gives the same threshold)
   `confidence`, the threshold rises to the lowest t that is no longer over it with that probability;
 - otherwise it stays: between "within" and "over" the evidence has not decided, and the threshold does not
   chase noise.
+
+The budget has this one statistic: the posterior of wrong ÷ served at a threshold, read at `CONFIDENCE`. Where the
+threshold is in force it is reported as `ThresholdState.upper`, the upper bound at that confidence: the budget
+holds there when it is at most the budget.
 """
 
 from __future__ import annotations
@@ -90,14 +94,17 @@ class BandView:
 
 @dataclass(frozen=True)
 class ThresholdState:
-    """The threshold in force and what it rests on: the estimated wrong ÷ served there, the probability that it
-    is within the budget, and how many more labels (and requests, at the current label rate) would let it
-    move one band down (None when the evidence points the other way)."""
+    """The threshold in force and what it rests on: the estimated wrong ÷ served there (the posterior mean), the
+    probability that it is within the budget and, the same posterior read the other way, its upper bound at the
+    learner's confidence (`upper` <= budget exactly when `within` >= confidence: the budget holds there), and how
+    many more labels (and requests, at the current label rate) would let it move one band down (None when the
+    evidence points the other way)."""
 
     threshold: float
     prior: float
     estimate: float
     within: float
+    upper: float
     labels: int
     bands: tuple[BandView, ...]
     next_down: float | None = None
@@ -197,8 +204,9 @@ def _state(evidence: Evidence, config: LearnerConfig, threshold: float, index: i
     column = mixtures[:, at]
     estimate = float(np.nanmean(column)) if np.isfinite(column).any() else 0.0
     share = float(within[at]) if np.isfinite(within[at]) else 1.0
+    upper = upper_bound(column, config.confidence)
     below = [j for j in range(at) if evidence.bands[j].mass > 0]
-    state = ThresholdState(threshold, config.prior, estimate, share, evidence.labels, views)
+    state = ThresholdState(threshold, config.prior, estimate, share, upper, evidence.labels, views)
     if not below:
         return state
     nxt = below[-1]
@@ -206,8 +214,16 @@ def _state(evidence: Evidence, config: LearnerConfig, threshold: float, index: i
     requests = None
     if labels is not None and evidence.label_rate > 0:
         requests = int(np.ceil(labels / evidence.label_rate))
-    return ThresholdState(threshold, config.prior, estimate, share, evidence.labels, views,
+    return ThresholdState(threshold, config.prior, estimate, share, upper, evidence.labels, views,
                           float(evidence.bands[nxt].low), labels, requests)
+
+
+def upper_bound(draws: Floats, confidence: float) -> float:
+    """The posterior's upper bound on wrong ÷ served at `confidence`: the smallest draw that at least `confidence`
+    of the draws do not exceed, so that `upper_bound(draws, c) <= budget` exactly when the share of draws within
+    the budget is at least c (0.0 for a threshold that serves nothing: NaN draws)."""
+    finite = draws[np.isfinite(draws)]
+    return float(np.quantile(finite, confidence, method="inverted_cdf")) if finite.size else 0.0
 
 
 def _labels_to_trust(evidence: Evidence, column: Floats, index: int, config: LearnerConfig) -> int | None:

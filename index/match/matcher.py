@@ -2,7 +2,7 @@
 into a `Decision` that nobody rewrites afterwards. The gateway (through `index.cache.Cache`) and every eval
 command decide through it, live state included, so a replay decides a trace as the gateway did.
 
-In order: the namespace's policy (the prior, a threshold stored for the namespace, then its live bar level) ->
+In order: the namespace's policy (the prior, a threshold stored for the namespace, then its learned thresholds) ->
 `index.match.decide`, which runs every candidate through the steps of `index.match.steps` (window, gates,
 same-content override, threshold, rule stages, context, learned veto, remembered difference, exploration).
 """
@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from index.judge.features import EntryHistory
-from index.match.bar import raised
 from index.match.decide import Deciders, decide
 from index.match.learned import JudgeModel, PairReader
 from index.match.outcome import Candidate, Decision, Kind
@@ -25,14 +24,11 @@ from index.match.steps import RememberedDifferences
 @dataclass
 class NamespacePolicies:
     """Each namespace's policy: thresholds stored by `eval sweep --traffic --apply` ("*" is every namespace's)
-    apply; the live budget's level then moves the bar (the cosine threshold)."""
+    are its prior; in guarded mode its learned thresholds, one per kind, are then the ones in force."""
 
     policy: MatchPolicy
     # namespace -> (threshold, labels it was chosen from)
     by_namespace: dict[str, tuple[float, int]] = field(default_factory=dict)
-    # The live budget's bar level of a namespace, from audits alone (`index.match.bar_book.BarBook.level`): it moves
-    # the threshold only where no learned threshold is in force.
-    level: Callable[[str], int] | None = None
     # The namespace's threshold for a kind of difference, learned from that kind's evidence
     # (`index.match.threshold_book.ThresholdBook`); None = the kind's prior serves.
     learned: Callable[[str, Kind], float | None] | None = None
@@ -42,22 +38,19 @@ class NamespacePolicies:
         return self.policy.min_similarity
 
     def prior_for(self, namespace: str) -> MatchPolicy:
-        """The namespace's policy before the live budget moves its bar."""
+        """The namespace's policy before its learned thresholds: the prior they start from."""
         chosen = self.by_namespace.get(namespace) or self.by_namespace.get("*")
         return self.policy.at(chosen[0]) if chosen else self.policy
 
     def policy_for(self, namespace: str) -> MatchPolicy:
-        """The prior with the namespace's learned thresholds (guarded mode: each kind's own), else its bar level."""
+        """The prior with the namespace's learned thresholds (guarded mode: each kind's own): the one owner of
+        every threshold in force."""
         policy = self.prior_for(namespace)
         if self.learned is not None and policy.guarded:
             learned = {kind: self.learned(namespace, kind) for kind in Kind}
             if any(value is not None for value in learned.values()):
                 return moved_to(policy, learned)
-        level = 0 if self.level is None else self.level(namespace)
-        if level == 0:
-            return policy
-        moved = policy.at(raised(policy.min_similarity, level))
-        return moved.at_level(level) if policy.guarded else moved
+        return policy
 
 
 def moved_to(policy: MatchPolicy, learned: Mapping[Kind, float | None]) -> MatchPolicy:
@@ -89,9 +82,8 @@ class Matcher:
 
     def __init__(self, policy: MatchPolicy, deciders: Deciders | None = None,
                  differences: RememberedDifferences | None = None,
-                 level: Callable[[str], int] | None = None,
                  learned: Callable[[str, Kind], float | None] | None = None) -> None:
-        self.namespaces = NamespacePolicies(policy, level=level, learned=learned)
+        self.namespaces = NamespacePolicies(policy, learned=learned)
         self._deciders = dataclasses.replace(deciders or Deciders(), differences=differences)
 
     @property

@@ -9,7 +9,6 @@ from enum import StrEnum
 
 from index.guards.stages import STAGE_ORDER
 from index.judge.model import check_budget
-from index.match.bar import raised
 from index.match.outcome import Kind
 from index.request.keys import DEFAULT_MAX_DECISION_CHARS, ContextMatch
 
@@ -59,7 +58,7 @@ class DecisionMode(StrEnum):
     THRESHOLD = "threshold"
 
 
-# Judge mode (the judge's P serving alone against a budget's bar) was retired: on real traffic it served 24.2%
+# Judge mode (the judge's P serving alone against a budget) was retired: on real traffic it served 24.2%
 # correct at 28.3% wrong (OSSChat). `DEJA_DECISION=judge` stops start-up with this line.
 RETIRED_JUDGE_MODE = ("'judge' was retired (the judge alone served 28% wrong answers on real traffic); use "
                       "'guarded' (the default: the cosine serves, the learned scores veto) or 'threshold'")
@@ -77,8 +76,8 @@ class MatchPolicy:
     `judge_candidates` most similar candidates: `min_similarity` is the cosine threshold (`conversation_threshold`
     for a conversation's last message), the stages and the learned P (below `veto_below`, when a judge is given)
     veto, a plain rewording is served at any cosine. `decision` = threshold: the steps that read only the cosine
-    and the stages. `max_false_hit_rate` is the budget the live budget holds each namespace to (false hits /
-    served, upper confidence bound).
+    and the stages. `max_false_hit_rate` is the budget (wrong ÷ served) each namespace's learned thresholds are
+    held to (`index.match.live_threshold`).
     """
 
     min_similarity: float
@@ -91,8 +90,6 @@ class MatchPolicy:
     conversation_threshold: float = DEFAULT_MIN_SIMILARITY
     # Characters of a prompt or context the decision reads at most; longer pairs are never served (index.guards.safety).
     max_decision_chars: int = DEFAULT_MAX_DECISION_CHARS
-    # Steps the namespace's bar sits above (or below) its prior, set by the live budget; see `index.match.bar`.
-    bar_level: int = 0
     # Guarded mode: a learned P(same answer) below this vetoes a candidate above the cosine threshold.
     veto_below: float = DEFAULT_VETO_BELOW
     # Guarded mode: candidates from here up to the threshold go through every other step, as near misses.
@@ -124,12 +121,11 @@ class MatchPolicy:
         """The same policy at another threshold (what a sweep varies, and per-namespace thresholds set)."""
         return dataclasses.replace(self, min_similarity=min_similarity)
 
-    def at_level(self, bar_level: int) -> MatchPolicy:
-        """The same policy with its bar level moved `bar_level` steps (what the live budget sets)."""
-        return dataclasses.replace(self, bar_level=bar_level)
-
     def threshold_for(self, kind: Kind) -> float:
-        """The cosine threshold a candidate of `kind` must meet under this (request's) policy."""
+        """The cosine threshold a candidate of `kind` must meet under this policy (a namespace's, or a request's):
+        the one place a kind's threshold is read."""
+        if kind is Kind.CONVERSATION and self.guarded:
+            return self.conversation_threshold
         if kind is Kind.SLOT and self.guarded:
             return max(self.slot_similarity, self.min_similarity)
         if kind is Kind.ALTERNATIVE and self.guarded:
@@ -166,12 +162,11 @@ class MatchPolicy:
 
     def for_request(self, conversation: bool) -> MatchPolicy:
         """The policy that decides one request: in guarded mode a conversation's last message is held to
-        `conversation_threshold`; a namespace's bar level moves a conversation's thresholds, the last messages'
-        and the contexts', as many steps, up or down, as it moves the cosine threshold of single turns (a learned
-        threshold moves them by as much, `index.match.matcher.moved_to`). The steps are the same for both."""
+        `conversation_threshold` (its context to `min_context_similarity`), each as the namespace's policy states
+        it: a learned conversation threshold moved both already (`index.match.matcher.moved_to`), and this sets
+        them, never shifts them, so applying it again changes nothing. `index.match.decide` is its one caller."""
         if self.guarded and conversation:
-            return dataclasses.replace(self, min_similarity=raised(self.conversation_threshold, self.bar_level),
-                                       min_context_similarity=raised(self.min_context_similarity, self.bar_level))
+            return dataclasses.replace(self, min_similarity=self.conversation_threshold)
         return self
 
 

@@ -17,30 +17,34 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from index.match.evidence import Evidence
-from index.match.live_threshold import LearnerConfig, ThresholdState, choose
+from index.match.live_threshold import CONFIDENCE, LearnerConfig, ThresholdState, choose
 from index.match.outcome import Kind
+from index.match.policy import DEFAULT_MAX_FALSE_HIT_RATE
 
 log = logging.getLogger("deja.threshold")
 
 
 @dataclass(frozen=True)
 class ThresholdMove:
-    """One move of a namespace's threshold and the evidence behind it."""
+    """One move of a namespace's threshold and the evidence behind it: wrong ÷ served at the new threshold,
+    estimated and its upper bound at the learner's `confidence`, against the `budget`."""
 
     namespace: str
     old: float
     new: float
     estimate: float
-    within: float
+    upper: float
     labels: int
     at: float
     kind: Kind = Kind.COSINE
+    confidence: float = CONFIDENCE
+    budget: float = DEFAULT_MAX_FALSE_HIT_RATE
 
     def describe(self) -> str:
         way = "down" if self.new < self.old else "up"
         return (f"{self.kind} threshold {way} for namespace {self.namespace}: {self.old:.2f} -> {self.new:.2f} "
-                f"(wrong ÷ served estimated {self.estimate:.4f}, within budget with probability {self.within:.2f}, "
-                f"{self.labels} labels)")
+                f"(wrong ÷ served estimated {self.estimate:.4f}, {self.confidence:.0%} upper bound {self.upper:.4f} "
+                f"vs budget {self.budget:g}, {self.labels} labels)")
 
 
 class ThresholdBook:
@@ -67,6 +71,12 @@ class ThresholdBook:
     def state(self, namespace: str, kind: Kind = Kind.COSINE) -> ThresholdState | None:
         return self._states.get((namespace, kind))
 
+    def over_budget(self, namespace: str, kind: Kind = Kind.COSINE) -> bool:
+        """The budget does not hold at `namespace`'s threshold in force for `kind`: its upper bound at the learner's
+        confidence is above the budget (False while the kind has no evidence)."""
+        state = self._states.get((namespace, kind))
+        return state is not None and state.upper > self.config.budget
+
     def states(self) -> dict[tuple[str, Kind], ThresholdState]:
         with self._lock:
             return dict(self._states)
@@ -86,8 +96,8 @@ class ThresholdBook:
             self._states[(namespace, kind)] = state
             if abs(state.threshold - current) < 1e-9:
                 return None
-            move = ThresholdMove(namespace, current, state.threshold, state.estimate, state.within, state.labels,
-                                 self.clock(), kind)
+            move = ThresholdMove(namespace, current, state.threshold, state.estimate, state.upper, state.labels,
+                                 self.clock(), kind, config.confidence, config.budget)
             self.history = ([*self.history, move])[-self.keep:]
         log.info("%s", move.describe())
         return move

@@ -1,17 +1,32 @@
-"""The live budget's tallies read from the decision log and its labels (`index.match.budget` holds the numbers)."""
+"""The budget's tallies read from the decision log and its labels: per (namespace, API), the served semantic hits,
+how many of them were audited (a label from an audit, feedback or a human) and how many of those were wrong. They
+are counts, not a statistic: whether a namespace's budget holds is the learner's to say
+(`index.match.live_threshold`)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from sqlalchemy import Engine, func, select
 
 from index.errors import store_errors
-from index.match.budget import BudgetTally
 from index.records import Verdict
 from index.storage.decision_log import LabelSource
 from index.storage.schema import decisions, labels
 
 # Labels that judge a served hit itself; shadows and explorations judge answers that were not served.
 SERVED_SOURCES = (LabelSource.HUMAN, LabelSource.FEEDBACK, LabelSource.AUDIT)
+
+
+@dataclass(frozen=True)
+class BudgetTally:
+    """One (namespace, API)'s served semantic hits, those audited and those audited wrong."""
+
+    namespace: str
+    api: str
+    served: int
+    audited: int
+    wrong: int
 
 
 def budget_tallies(engine: Engine) -> list[BudgetTally]:

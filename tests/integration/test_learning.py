@@ -36,7 +36,9 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Gatew
     data_dir = tmp_path_factory.mktemp("learning")
     answers = {prompt: task for task in TASKS for prompt in wordings(task)}
     with StubUpstream(answers=answers, vary=True) as stub:
-        env = base_env(stub, data_dir) | {"DEJA_DECISION": "guarded", "DEJA_AUDIT_RATE": "1.0"}  # the default
+        # The default decision; the budget's pass every half second (a read shows what the last one stored).
+        env = base_env(stub, data_dir) | {"DEJA_DECISION": "guarded", "DEJA_AUDIT_RATE": "1.0",
+                                          "DEJA_THRESHOLD_INTERVAL_SECONDS": "0.5"}
         gw = GatewayProcess(env, data_dir / "gateway.log").start()
         yield gw, stub
         gw.stop()

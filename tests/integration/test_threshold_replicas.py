@@ -119,8 +119,9 @@ def test_near_misses_through_one_replica_lower_the_threshold_every_replica_serve
                                     if row["kind"] == "cosine"), 30, interval=0.5)
         [row] = [r for r in thresholds(second.url) if r["kind"] == "cosine"]
         assert row["prior"] == 0.99 and int(row["labels"]) >= 20  # type: ignore[call-overload]
-        assert {(r["kind"], r["threshold"]) for r in thresholds(first.url)} == {
-            (r["kind"], r["threshold"]) for r in thresholds(second.url)}
+        # Each replica shows what its own last pass chose (every 0.5 s here): from the same rows, the same.
+        assert wait_for(lambda: {(r["kind"], r["threshold"]) for r in thresholds(first.url)} == {
+            (r["kind"], r["threshold"]) for r in thresholds(second.url)}, 30, interval=0.5)
         assert isinstance(row["bands"], list) and any(band["right"] > 0 for band in row["bands"])
 
         served = chat(second.url, key, LATER[0])
@@ -128,8 +129,14 @@ def test_near_misses_through_one_replica_lower_the_threshold_every_replica_serve
         assert float(served.headers["x-deja-similarity"]) < 0.99
 
         first.restart()
-        assert wait_for(lambda: [r["threshold"] for r in thresholds(first.url) if r["kind"] == "cosine"]
-                        == [row["threshold"]], 30, interval=0.5)
+        # From the shared log alone, the restarted replica serves where the other does (the served hit above is
+        # evidence too, so compare with the other replica's latest pass, not the row read before it).
+        def agree() -> bool:
+            mine = [r["threshold"] for r in thresholds(first.url) if r["kind"] == "cosine"]
+            theirs = [r["threshold"] for r in thresholds(second.url) if r["kind"] == "cosine"]
+            return bool(mine) and mine == theirs and mine[0] < 0.99  # type: ignore[operator]
+
+        assert wait_for(agree, 30, interval=0.5)
     finally:
         first.stop()
         second.stop()

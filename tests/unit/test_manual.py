@@ -26,6 +26,11 @@ MODULE_PATH = re.compile(r"(?<![\w/.-])((?:index|service|eval)/[\w/.-]*\w)")
 MODULE_NAME = re.compile(r"(?<![\w/.-])((?:index|service|eval)\.[a-z_]\w*(?:\.\w+)*)")
 # Variables the test harness reads (not the gateway): named in the manual for whoever runs the suites.
 HARNESS_NAMES = {"DEJA_TEST_PGVECTOR_URL", "DEJA_SHARED_DATASETS"}
+# The documents that state the false-hit budget, and how they quote its one statistic's confidence.
+BUDGET_DOCUMENTS = ("README.md", "docs/index.md", "docs/getting-started.md", "docs/budget.md", "docs/operations.md")
+QUOTED_BOUND = re.compile(r"(\d+)% (?:posterior )?upper bound")
+QUOTED_PROBABILITY = re.compile(r"with probability at least (0\.\d+)")
+RETIRED_BAR = re.compile(r"\bbar levels?\b|bar_book|deja_bar|\bBarBook\b|bar_level", re.IGNORECASE)
 
 
 def _hook(name: str) -> ModuleType:
@@ -112,3 +117,28 @@ def test_readme_is_a_front_page_with_both_setup_commands() -> None:
 @pytest.mark.parametrize("document", _documents(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_document_speaks_of_issue_numbers(document: Path) -> None:
     assert ISSUE_NUMBER.findall(document.read_text(encoding="utf-8")) == []
+
+
+def test_the_manual_states_the_budgets_one_statistic_at_the_learners_confidence() -> None:
+    """The budget is one ratio with one statistic, the learner's: every confidence the manual quotes for it is
+    `index.match.live_threshold.CONFIDENCE`, and the budget page names the constant."""
+    from index.match.live_threshold import CONFIDENCE
+
+    percent = f"{CONFIDENCE:.0%}"
+
+    def words(path: str) -> str:
+        return " ".join((ROOT / path).read_text(encoding="utf-8").split())
+
+    assert f"at its confidence of **{percent}** (`CONFIDENCE`)" in words("docs/budget.md")
+    quoted = {path: (QUOTED_BOUND.findall(words(path)), QUOTED_PROBABILITY.findall(words(path)))
+              for path in BUDGET_DOCUMENTS}
+    assert sum(len(bounds) for bounds, _ in quoted.values()) >= len(BUDGET_DOCUMENTS)
+    assert {path: (bounds, probabilities) for path, (bounds, probabilities) in quoted.items()
+            if any(f"{b}%" != percent for b in bounds) or any(float(p) != CONFIDENCE for p in probabilities)} == {}
+
+
+@pytest.mark.parametrize("document", _documents(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_document_describes_the_retired_bar_levels(document: Path) -> None:
+    if document.name == "changelog.md":
+        pytest.skip("the changelog records what was retired")
+    assert RETIRED_BAR.findall(document.read_text(encoding="utf-8")) == []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.overview import ApiTraffic, BarTrack, NamespaceRow, Overview, Savings, Slice
+from service.overview import ApiTraffic, NamespaceRow, Overview, Savings, Slice, ThresholdTrack
 from service.overview_page import render
 from service.thresholds import BandRow, NamespaceThreshold
 
@@ -13,8 +13,8 @@ def overview(**changes: object) -> Overview:
     base: dict[str, object] = dict(
         budget=0.02, decision="guarded", now=1_000.0,
         traffic=(ApiTraffic(HOSTILE, {"hit-exact": 2, "miss": 2}),), savings=(Savings(HOSTILE, 30, 0.01),),
-        namespaces=(NamespaceRow(HOSTILE, HOSTILE, 3, 1, 1, 1, 1.0, 1.0, 0.95),),
-        bars=(BarTrack(HOSTILE, ((0.0, 0.92), (500.0, 0.96), (1_000.0, 0.96))),),
+        namespaces=(NamespaceRow(HOSTILE, HOSTILE, 3, 1, 1, 1),),
+        tracks=(ThresholdTrack(HOSTILE, ((0.0, 0.92), (500.0, 0.96), (1_000.0, 0.96))),),
         timeline=(Slice(0.0, 500.0, 1, 2), Slice(500.0, 1_000.0, 0, 1)))
     base.update(changes)
     return Overview(**base)  # type: ignore[arg-type]
@@ -32,7 +32,7 @@ def test_exact_and_semantic_rates_are_shown_per_api() -> None:
 
 
 def test_an_empty_deployment_draws_no_chart() -> None:
-    page = render(overview(traffic=(), savings=(), namespaces=(), bars=(), timeline=()), "n")
+    page = render(overview(traffic=(), savings=(), namespaces=(), tracks=(), timeline=()), "n")
     assert "<svg" not in page and "No requests yet" in page
 
 
@@ -40,16 +40,26 @@ def _threshold_row(namespace: str) -> NamespaceThreshold:
     bands = [BandRow(low=round(0.80 + i / 100, 2), requests=2.0, right=1.0, wrong=float(i == 3), wrong_rate=0.01)
              for i in range(20)]
     return NamespaceThreshold(namespace=namespace, kind="cosine", threshold=0.86, prior=0.92, estimate=0.012,
-                              within_budget=0.83, labels=40, next_down=0.85, labels_to_move=12, requests_to_move=60,
+                              upper=0.018, holds=True, labels=40, next_down=0.85, labels_to_move=12,
+                              requests_to_move=60,
                               bands=bands)
 
 
 def test_the_learned_threshold_is_shown_with_its_evidence_per_band_and_escaped() -> None:
     page = render(overview(thresholds=(_threshold_row(HOSTILE),)), "n")
     assert "<script" not in page
-    assert '<table id="thresholds">' in page and "<td>0.86</td><td>0.92</td><td>1.20%</td><td>0.83</td>" in page
+    assert '<table id="thresholds">' in page
+    assert "<td>cosine</td><td>0.86</td><td>0.92</td><td>1.20%</td><td>1.80%</td><td>yes</td>" in page
     assert page.count('class="chart-bands"') == 1 and "<td>12</td><td>60</td>" in page
 
 
 def test_a_deployment_without_evidence_says_every_namespace_serves_at_the_prior() -> None:
     assert "serves at the prior" in render(overview(thresholds=()), "n")
+
+
+def test_the_budget_is_drawn_as_the_learners_statistic_per_namespace_and_kind() -> None:
+    row = _threshold_row("ns-a").model_copy(update={"upper": 0.031, "holds": False})
+    page = render(overview(thresholds=(row,)), "n")
+    assert '<svg id="chart-budget"' in page and "ns-a · cosine" in page and "80% upper bound" in page
+    assert 'fill="#ef9a9a"><title>upper bound 3.1%</title>' in page  # over the budget: red
+    assert "bar" not in page.lower()  # the word names nothing on the page

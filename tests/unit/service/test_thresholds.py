@@ -30,12 +30,14 @@ async def test_a_near_miss_is_labelled_and_becomes_evidence_of_the_namespace_thr
         assert (near.headers["x-deja-cache"], near.headers["x-deja-reason"]) == ("miss", "below_threshold")
         assert "x-deja-veto" not in near.headers
         assert await asyncio.to_thread(wait_for, lambda: _shadows(gw) == [False])
+        await gw.upkeep()  # the pass that learns; the read below shows what it stored
         report = (await gw.client.get("/deja/budget", headers=ADMIN)).json()
         [row] = report["thresholds"]
         assert (row["threshold"], row["prior"], row["labels"]) == (0.92, 0.92, 1)
         [band] = [b for b in row["bands"] if b["requests"] > 0]
         assert (band["low"], band["wrong"], band["right"]) == (0.86, 1.0, 0.0)
         assert band["wrong_rate"] > 0.1  # a wrong label raises its band's estimate over the prior's
+        assert row["holds"] == (row["upper"] <= report["budget"]) and report["confidence"] == 0.8
         assert await gw.metric(f'deja_threshold{{namespace="{row["namespace"]}"}}') == 0.92
         page = await gw.client.get("/deja/admin/overview", headers=ADMIN)
         assert page.status_code == 200 and '<table id="thresholds">' in page.text
@@ -46,6 +48,7 @@ async def test_with_learning_off_no_threshold_is_learned(tmp_path: Path) -> None
     async with inprocess_gateway(tmp_path, learn_threshold=False) as gw:
         await gw.chat("how do i reset my password")
         await gw.chat("how do i reset my password please now")
+        await gw.upkeep()
         assert (await gw.client.get("/deja/budget", headers=ADMIN)).json()["thresholds"] == []
 
 

@@ -7,7 +7,7 @@ import pytest
 from index.guards.stages import StepResult
 from index.match.conversation import CONTENT, OPTION_ORDER, VALUE, ContextRule, default_rule
 from index.match.decide import Deciders, decide
-from index.match.outcome import Candidate, Decision, Reason
+from index.match.outcome import Candidate, Decision, Kind, Reason
 from index.match.policy import MatchPolicy
 from index.request.context import dependency_context, without_chatter
 
@@ -110,11 +110,11 @@ def test_decide_serves_a_conversation_whose_context_differs_in_form() -> None:
     assert _decide("Hi! " + ORDER, ORDER).hit
 
 
-def test_the_live_bar_moves_both_conversation_thresholds_both_ways() -> None:
-    base = POLICY.for_request(conversation=True)
-    raised, lowered = (POLICY.at_level(level).for_request(conversation=True) for level in (1, -1))
-    assert lowered.min_context_similarity < base.min_context_similarity < raised.min_context_similarity
-    assert lowered.min_similarity < base.min_similarity < raised.min_similarity
+def test_a_conversation_is_held_to_the_conversation_threshold_as_the_policy_states_it() -> None:
+    request = POLICY.for_request(conversation=True)
+    assert request.min_similarity == POLICY.conversation_threshold == POLICY.threshold_for(Kind.CONVERSATION)
+    assert request.min_context_similarity == POLICY.min_context_similarity  # set, never shifted
+    assert request.for_request(conversation=True) == request
 
 
 @pytest.mark.parametrize("left, right", [

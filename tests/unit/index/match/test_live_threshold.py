@@ -98,7 +98,36 @@ def test_the_book_logs_each_move_and_keeps_the_prior_for_unknown_namespaces() ->
     move = book.update("ns", collect(_traffic(400, CLEAN), FLOOR))
     assert move is not None and move.new < move.old == 0.92 and move.at == 7.0
     assert book.history == [move] and book.threshold("ns") == move.new
+    assert "80% upper bound" in move.describe() and "vs budget 0.02" in move.describe()
     assert book.update("ns", collect(_traffic(400, CLEAN), FLOOR)) is None
+
+
+@pytest.mark.parametrize("evidence", [
+    pytest.param([], id="none"),
+    pytest.param(_traffic(400, CLEAN), id="clean"),
+    pytest.param(_traffic(400, BROKEN), id="broken"),
+    pytest.param([Observation(0.84 + 0.04 * (i % 10) / 10, i % 3 != 0) for i in range(90)], id="wrong-hits"),
+    pytest.param(_traffic(60, {0.80: 0.02}, seed=3), id="near-the-budget"),
+])
+def test_the_budgets_one_statistic_is_the_upper_bound_the_learner_decides_by(evidence: list[Observation]) -> None:
+    """`upper` (the posterior's bound at the learner's confidence) is within the budget exactly when the learner's
+    own test, P(wrong ÷ served <= budget) >= confidence, says so: one statistic, read two ways."""
+    for current in (0.84, 0.92):
+        state = choose(collect(evidence, FLOOR), current, CONFIG)
+        assert (state.upper <= CONFIG.budget) == (state.within >= CONFIG.confidence)
+        assert state.upper >= 0.0
+
+
+def test_the_book_says_over_budget_where_the_upper_bound_is_above_it() -> None:
+    book = ThresholdBook(CONFIG, clock=lambda: 7.0)
+    assert not book.over_budget("ns")  # no evidence: nothing says over
+    # A third of the hits at the very top are wrong: no threshold the learner may choose stops serving them.
+    audits = [Observation(0.991 + 0.008 * (i % 10) / 10, i % 3 != 0) for i in range(90)]
+    book.update("ns", collect(audits, FLOOR))
+    state = book.state("ns")
+    assert state is not None and state.upper > CONFIG.budget and book.over_budget("ns")
+    book.update("clean", collect(_traffic(400, CLEAN), FLOOR))
+    assert not book.over_budget("clean")
 
 
 @pytest.mark.parametrize("budget", [0.0, 1.0])

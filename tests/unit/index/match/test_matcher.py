@@ -80,13 +80,29 @@ def test_a_near_miss_a_remembered_difference_vetoes_is_no_evidence_for_a_lower_t
     assert Matcher(POLICY).decide(ASKED, [Candidate(1, CACHED, 0.85)], "ns").would_serve
 
 
-def test_the_namespace_level_moves_the_cosine_threshold() -> None:
-    levels = {"strict": 1, "open": -1}
-    matcher = Matcher(POLICY, Deciders(judge=FixedJudge(0.9)), level=lambda ns: levels.get(ns, 0))
-    assert matcher.policy_for("strict").min_similarity == pytest.approx(0.96)
-    assert matcher.policy_for("open").min_similarity == pytest.approx(0.84)
-    assert not matcher.decide(ASKED, [Candidate(1, CACHED, 0.94)], "strict").hit
-    assert matcher.decide(ASKED, [Candidate(1, CACHED, 0.88)], "open").hit
+CONTEXT = "My order 1042 was due on Monday.\nOrder 1042 left with DHL."
+
+
+def _conversation(matcher: Matcher, similarity: float, context_similarity: float) -> Reason:
+    candidate = Candidate(1, "Can you chase it?", similarity, CONTEXT, context_similarity)
+    return matcher.decide("Can you chase it?", [candidate], "talky", CONTEXT).reason
+
+
+def test_a_learned_conversation_threshold_is_applied_once() -> None:
+    """A conversation is decided at exactly its namespace's thresholds for the kind, the learned one for its last
+    message and the context threshold moved by as much once: adjusting them again on the way to the decision (a
+    second shift, a level on top) would move the boundaries below."""
+    matcher = Matcher(POLICY, learned=lambda namespace, kind: 0.96 if kind is Kind.CONVERSATION else None)
+    policy = matcher.policy_for("talky")
+    last, context = policy.threshold_for(Kind.CONVERSATION), policy.min_context_similarity
+    assert last == 0.96 and context == pytest.approx(POLICY.min_context_similarity + 0.96
+                                                     - POLICY.conversation_threshold)
+    once = policy.for_request(conversation=True)
+    assert once.for_request(conversation=True) == once and once.threshold_for(Kind.CONVERSATION) == last
+    assert _conversation(matcher, last, context) is Reason.HIT
+    assert _conversation(matcher, last - 0.001, context) is Reason.BELOW_THRESHOLD
+    assert _conversation(matcher, last, context - 0.001) is Reason.CONTEXT_BELOW_THRESHOLD
+    assert matcher.decide(ASKED, [Candidate(1, CACHED, 0.93)], "talky").hit  # single turns keep the prior, 0.92
 
 
 def test_the_judge_in_force_is_swapped_whole() -> None:
