@@ -29,7 +29,6 @@ RUN python -m pip install --no-deps .
 WORKDIR /
 RUN HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python -c "from index.embedding.embedder import OnnxMiniLMEmbedder; \
 from index.guards.registry import build_stages; build_stages(('polarity', 'values')); \
-from index.judge.model import load_judge; load_judge(); \
 assert OnnxMiniLMEmbedder().embed(['ok']).shape == (1, 384)"
 
 # --- runtime: the venv, no compiler, no source tree, a non-root user.

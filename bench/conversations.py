@@ -61,7 +61,7 @@ def main() -> None:
     args = parser.parse_args()
     with StubUpstream() as stub, tempfile.TemporaryDirectory() as tmp:
         env = {"DEJA_UPSTREAM_URL": stub.url, "DEJA_ANTHROPIC_UPSTREAM_URL": stub.url, "DEJA_DATA_DIR": tmp,
-               "DEJA_EXPLORE_RATE": "0", "DEJA_AUDIT_RATE": "0", "DEJA_LOG_LEVEL": "warning"}
+               "DEJA_AUDIT_RATE": "0", "DEJA_LOG_LEVEL": "warning"}
         gateway = GatewayProcess(env, Path(tmp) / "gateway.log").start()
         try:
             with httpx.Client(timeout=60) as client:

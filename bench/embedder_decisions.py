@@ -1,5 +1,5 @@
 """ONNX int8 vs torch MiniLM, decision by decision: each labelled pair of the dev sets decided by the default
-decision (guarded, the shipped judge as its learned veto) and by the cosine rule at its default threshold under
+decision (guarded) and by the cosine rule at its default threshold under
 both backends' vectors, side by side in one run, with every pair whose decision flips listed.
 
     .venv/bin/python -m bench.embedder_decisions [--datasets datasets/pairs-dev.jsonl,datasets/conv-dev.jsonl]
@@ -18,7 +18,6 @@ from eval.datasets import load_pairs
 from eval.sweep import ScoredPair, score_pairs
 from index.embedding.embedder import Embedder, MiniLMEmbedder, OnnxMiniLMEmbedder
 from index.guards.registry import build_stages
-from index.judge.model import load_judge
 from index.match.decide import Deciders, decide
 from index.match.outcome import Candidate
 from index.match.policy import DEFAULT_GUARDED_MIN_SIMILARITY, DEFAULT_MIN_SIMILARITY, MatchPolicy
@@ -45,7 +44,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", default="datasets/pairs-dev.jsonl,datasets/conv-dev.jsonl")
     args = parser.parse_args()
-    deciders = Deciders(build_stages(STAGES), judge=load_judge())
+    deciders = Deciders(build_stages(STAGES))
     models: dict[str, Embedder] = {"torch": MiniLMEmbedder(threads=1), "onnx": OnnxMiniLMEmbedder(threads=1)}
     print(f"{'dataset':<18}{'pairs':>6}  {'rule':<8}{'torch hits':>11}{'wrong':>6}{'onnx hits':>10}{'wrong':>6}"
           f"{'flips':>6}")
@@ -62,7 +61,7 @@ def main() -> None:
             for pair in flips:
                 print(f"    flip ({'same' if pair.same_answer else 'different'} answer, {pair.kind}): "
                       f"{pair.a.prompt[:60]!r} / {pair.b.prompt[:60]!r}")
-    print(f"guarded: cosine >= {DEFAULT_GUARDED_MIN_SIMILARITY}, learned veto; cosine rule: {DEFAULT_MIN_SIMILARITY}")
+    print(f"guarded: cosine >= {DEFAULT_GUARDED_MIN_SIMILARITY} and its steps; cosine rule: {DEFAULT_MIN_SIMILARITY}")
 
 
 if __name__ == "__main__":

@@ -75,7 +75,7 @@ def over_http(tmp: Path, repeat: int, threads: int) -> list[tuple[str, list[floa
     with StubUpstream() as stub:
         env = {"DEJA_UPSTREAM_URL": stub.url, "DEJA_DATA_DIR": str(tmp / "gw"), "DEJA_LOG_LEVEL": "warning",
                "DEJA_EMBED_THREADS": str(threads),
-               # as in-process: the threshold rule serves the bench's paraphrase (the judge may not)
+               # as in-process: the threshold rule serves the bench's paraphrase (guarded mode may not)
                "DEJA_DECISION": "threshold"}
         gateway = GatewayProcess(env, tmp / "gw.log").start()
         try:

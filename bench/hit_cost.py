@@ -1,5 +1,5 @@
-"""What a hit costs through HTTP at Deja's defaults (ONNX int8 embedder, the judge and the pair model), side by side
-in one run: the embedder's own time for the same prompt, exact hits and semantic hits, in interleaved rounds so a
+"""What a hit costs through HTTP at Deja's defaults (ONNX int8 embedder, the guarded rule), side by side in one
+run: the embedder's own time for the same prompt, exact hits and semantic hits, in interleaved rounds so a
 busy machine slows every figure alike. Figures are ratios to the embedding; `--against DIR` starts a second
 gateway from another source tree (another build: `git archive <commit> | tar -x -C DIR`) and prints this build's
 figures as ratios to that one's, request by request.
@@ -176,7 +176,7 @@ def main() -> None:
         gateways = []
         for name, tree in trees.items():
             env = {"DEJA_UPSTREAM_URL": stub.url, "DEJA_DATA_DIR": str(Path(tmp) / name),
-                   "DEJA_LOG_LEVEL": "warning", "DEJA_AUDIT_RATE": "0", "DEJA_EXPLORE_RATE": "0"}
+                   "DEJA_LOG_LEVEL": "warning", "DEJA_AUDIT_RATE": "0"}
             gateways.append(GatewayProcess(env, Path(tmp) / f"{name}.log", source=tree).start())
         sides = [Side(name, gateway) for name, gateway in zip(trees, gateways, strict=True)]
         try:

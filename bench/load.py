@@ -254,8 +254,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, StubUpstream(delay=args.delay) as stub:
         env = {"DEJA_UPSTREAM_URL": stub.url, "DEJA_DATA_DIR": str(Path(tmp) / "gw"), "DEJA_LOG_LEVEL": "warning",
                "DEJA_EMBEDDER": args.embedder, "DEJA_AUDIT_RATE": "0",
-               "DEJA_EMBED_THREADS": str(args.threads), "DEJA_DECISION": args.decision,
-               "DEJA_EXPLORE_RATE": "0"}
+               "DEJA_EMBED_THREADS": str(args.threads), "DEJA_DECISION": args.decision}
         gateway = GatewayProcess(env, Path(tmp) / "gw.log").start()
         profiler = start_profile(gateway, args.profile) if args.profile else None
         try:

@@ -7,7 +7,7 @@ building 78 KB bodies.
 
     .venv/bin/python -m bench.tenants [--kb 78] [--senders 4] [--repeat 200] [--max-decision-chars 4000]
 
-`--max-decision-chars 100000` lets the judge read the whole long prompt (the cap off, for comparison).
+`--max-decision-chars 100000` lets the decision read the whole long prompt (the cap off, for comparison).
 """
 
 from __future__ import annotations

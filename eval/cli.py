@@ -1,5 +1,5 @@
 """`eval` commands (`python -m eval ...`, mounted as `deja eval ...`): the one typer app; each command's body and
-helpers live in its own module (`eval.sweep_cli`, `eval.replay_cli`, `eval.panel_cli`, `eval.fit_cli`,
+helpers live in its own module (`eval.sweep_cli`, `eval.replay_cli`, `eval.panel_cli`,
 `eval.conversations_cli`, `eval.details_cli`).
 
 Results go to stdout (tables or `--json`); progress and notes go to stderr. Failures exit 1 with one line.
@@ -11,7 +11,6 @@ import typer
 
 from eval.conversations_cli import conversations
 from eval.details_cli import details
-from eval.fit_cli import fit
 from eval.panel_cli import panel
 from eval.replay_cli import replay
 from eval.sweep_cli import sweep
@@ -22,6 +21,5 @@ app = typer.Typer(help="Measure false hits and choose the similarity threshold f
 app.command()(sweep)
 app.command()(replay)
 app.command()(panel)
-app.command()(fit)
 app.command()(conversations)
 app.command()(details)

@@ -1,5 +1,5 @@
-"""What the eval commands share: consoles, the one-line failure, the gateway's settings, the shipped judge and
-pair model, the options several commands take, their parsing, progress bars and printing a table or report."""
+"""What the eval commands share: consoles, the one-line failure, the gateway's settings, the options several
+commands take, their parsing, progress bars and printing a table or report."""
 
 from __future__ import annotations
 
@@ -19,8 +19,6 @@ from eval.tables import TableData
 from eval.thresholds import parse_thresholds
 from index.guards.registry import build_stages
 from index.guards.stages import Stage, parse_stage_names
-from index.judge.model import Judge
-from index.match.learned import PairReader
 from index.match.policy import DecisionMode, MatchPolicy
 from index.settings import Settings
 
@@ -31,13 +29,13 @@ if TYPE_CHECKING:
 
 StagesOption = Annotated[str | None, typer.Option(
     "--stages", help="Verification stages: none, or a list like polarity,values. Default: the gateway's, from "
-    "DEJA_GUARD_POLARITY, DEJA_GUARD_VALUES and DEJA_VERIFIER.")]
+    "DEJA_GUARD_POLARITY and DEJA_GUARD_VALUES.")]
 EmbedderOption = Annotated[EmbedderName, typer.Option(
     help="minilm-onnx (what the gateway runs by default, DEJA_EMBEDDER=onnx), minilm (torch, DEJA_EMBEDDER=torch) "
     "or hash (bag-of-words baseline, no model).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the whole report as JSON.")]
 DecisionOption = Annotated[DecisionMode | None, typer.Option(
-    help="guarded (cosine, gates, stages, learned veto) or threshold (cosine + gates + stages). Default: "
+    help="guarded (cosine, gates, stages, remembered differences) or threshold (cosine + stages). Default: "
     "DEJA_DECISION.", show_default=False)]
 BudgetsOption = Annotated[str | None, typer.Option(
     "--budgets", "--budget", help="--decision vcache: error bounds to replay, e.g. 0.01,0.02,0.05. Default: "
@@ -74,27 +72,6 @@ def print_table(console: Console, data: TableData) -> None:
     for row in data.rows:
         table.add_row(*row)
     console.print(table)
-
-
-def load_judge(settings: Settings) -> Judge:
-    from index.judge.model import JudgeModelError, load_judge
-
-    try:
-        return load_judge(settings.judge_model)
-    except JudgeModelError as exc:
-        fail(str(exc))
-
-
-def load_pair(settings: Settings) -> PairReader | None:
-    """The pair model the gateway stacks with the judge (None when `DEJA_PAIR_MODEL` is off)."""
-    from index.judge.pair_model import PairModelError, load_pair_stage
-
-    if not settings.pair_model:
-        return None
-    try:
-        return load_pair_stage()
-    except PairModelError as exc:
-        fail(str(exc))
 
 
 def thresholds(spec: str) -> tuple[float, ...]:

@@ -18,7 +18,7 @@ def conversations(
 ) -> None:
     """Decide conversation pairs one by one at the gateway's defaults: same-answer and must-not pairs served, per
     kind, and why the same-answer pairs that were not served missed."""
-    from eval.cli_common import load_judge, load_pair, out, print_table, settings_from_env
+    from eval.cli_common import out, print_table, settings_from_env
     from eval.conversations import kind_table, miss_table, run_conversations
     from eval.datasets import load_pairs
     from index.guards.registry import build_stages
@@ -26,7 +26,7 @@ def conversations(
 
     settings = settings_from_env()
     policy = settings.policy()
-    deciders = Deciders(build_stages(policy.stages), None, load_judge(settings), pair=load_pair(settings))
+    deciders = Deciders(build_stages(policy.stages))
     model = make_embedder(embedder)
     console = out()
     for path in dataset:

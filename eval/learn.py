@@ -21,7 +21,7 @@ import random
 import tempfile
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +37,9 @@ from index.match.answers import AnswerBaselines, compare_answers
 from index.match.audit_sampler import AuditSampler, HitFacts
 from index.match.decide import Deciders
 from index.match.evidence import Observation, by_kind, collect
-from index.match.explore import Exploration
-from index.match.learned import JudgeModel, PairReader
 from index.match.live_threshold import LearnerConfig
 from index.match.matcher import Matcher
-from index.match.outcome import Lookup, Reason
+from index.match.outcome import Lookup
 from index.match.policy import DEFAULT_AUDIT_RATE, MatchPolicy
 from index.match.threshold_book import ThresholdBook
 from index.records import Verdict, answer_text
@@ -60,9 +58,6 @@ class LearnConfig:
 
     policy: MatchPolicy
     stages: tuple[Stage, ...] = ()
-    judge: JudgeModel | None = None
-    pair: PairReader | None = None
-    exploration: Exploration = field(default_factory=lambda: Exploration(rate=0.0))
     audit_rate: float = DEFAULT_AUDIT_RATE
     audit_calls_per_hour: int = 120
     requests_per_hour: float = 3600.0
@@ -181,7 +176,7 @@ class _Deployment:
             label = self._label(fresh, cached, right, near_miss=True, intent=request.intent)
             self.observations.append(Observation(decision.similarity, label, kind=decision.kind))
             if label is not None:
-                self.labels["explore" if decision.reason is Reason.EXPLORED else "shadow"] += 1
+                self.labels["shadow"] += 1
         entry = self.cache.store_answer(key, _body(request, fresh), lookup.vector)
         if entry is not None:
             self.intent_of[entry] = request.intent
@@ -249,8 +244,7 @@ def run_learn(name: str, requests: Sequence[StreamRequest], embedder: Embedder, 
             store.create_schema()
             book = ThresholdBook(LearnerConfig.for_policy(config.policy, config.labeller_error or 0.0, config.seed),
                                  clock=lambda: 0.0)
-            deciders = Deciders(config.stages, None, config.judge, config.exploration,
-                                random.Random(config.seed + 1).random, pair=config.pair)
+            deciders = Deciders(config.stages)
             matcher = Matcher(config.policy, deciders, learned=book.threshold)
             cache = Cache(LruExactCache(), store, SemanticIndex(embedder.dim), answers, CacheConfig(config.policy),
                           matcher=matcher)

@@ -7,13 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from eval.cli_common import load_judge, load_pair, out, policy_and_stages, print_table, settings_from_env
+from eval.cli_common import out, policy_and_stages, print_table, settings_from_env
 from eval.cli_common import progress as _progress
 from eval.datasets import StreamRequest
 from eval.learn import LearnConfig, LearnReport, fixed, run_learn
 from eval.tables import TableData, pct
 from index.embedding.embedder import Embedder
-from index.match.explore import Exploration
 
 
 @dataclass(frozen=True)
@@ -67,9 +66,7 @@ def print_learn(name: str, requests: Sequence[StreamRequest], model: Embedder, t
 
     settings = settings_from_env()
     policy, stages = policy_and_stages(settings, None)
-    judge = load_judge(settings) if policy.reads_judge else None
-    pair = load_pair(settings) if judge is not None else None
-    config = LearnConfig(policy, stages, judge, pair, Exploration(settings.explore_rate), settings.audit_rate,
+    config = LearnConfig(policy, stages, settings.audit_rate,
                          settings.audit_calls_per_hour, answer_variation=answer_variation,
                          labeller_error=labeller_error, answer_same_similarity=settings.answer_same_similarity,
                          seed=seed)

@@ -13,33 +13,27 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from eval.embedding import MemoEmbedder, embed_unique
+from eval.metrics import clopper_pearson_upper
 from eval.replay import ReplayConfig, run_replay
 from eval.sources import Origin, Source
 from eval.sweep import ScoredPair, score_pairs
 from eval.vcache import run_vcache
 from index.embedding.embedder import Embedder
 from index.guards.registry import build_stages
-from index.judge.model import Judge, false_hit_upper
 from index.match.decide import Deciders, decide
-from index.match.learned import PairReader
 from index.match.outcome import Candidate
-from index.match.policy import LEARNED_VETO_BELOW, DecisionMode, MatchPolicy
+from index.match.policy import DecisionMode, MatchPolicy
 
 DEFAULT = "default"
 BASELINE_THRESHOLDS = (0.85, 0.90, 0.95)
-# The guarded rule is shown at the default threshold and below it, each with the learned veto on and off, so what
-# the veto costs and what it removes can be read per source and per threshold.
-VETO_THRESHOLDS = (0.88, 0.85)
 
 
 @dataclass(frozen=True)
 class Contender:
-    """One decision the panel runs: the default, a cosine baseline, the judge, or vCache (traces only)."""
+    """One decision the panel runs: the default, a cosine baseline, or vCache (traces only)."""
 
     name: str
     policy: MatchPolicy | None
-    judge: Judge | None = None
-    pair: PairReader | None = None
     vcache_delta: float | None = None
 
 
@@ -69,7 +63,7 @@ class Cell:
     @property
     def upper(self) -> float:
         """95% Clopper-Pearson upper bound on wrong / served."""
-        return false_hit_upper(self.wrong, self.served)
+        return clopper_pearson_upper(self.wrong, self.served)
 
 
 @dataclass(frozen=True)
@@ -120,40 +114,11 @@ class PanelReport:
         return all(row.holds for row in self.rows if row.origin == Origin.REAL.value)
 
 
-VETO_ON, VETO_OFF = " veto on", " veto off"
-
-
-def veto_name(threshold: float, on: bool) -> str:
-    """The column of the guarded rule at `threshold` with the learned veto on or off."""
-    return f"guarded {threshold:.2f}{VETO_ON if on else VETO_OFF}"
-
-
-def veto_columns(default: MatchPolicy, judge: Judge, pair: PairReader | None,
-                 veto_below: float) -> list[Contender]:
-    """The guarded rule at the default threshold and each of `VETO_THRESHOLDS` below it, with the learned veto
-    (judge stacked with the pair model, P below `veto_below`) and without it (no learned score read)."""
-    if not default.guarded:
-        return []
-    thresholds = sorted({round(default.min_similarity, 4), *(t for t in VETO_THRESHOLDS
-                                                              if t < default.min_similarity)}, reverse=True)
-    out = []
-    for t in thresholds:
-        vetoed = dataclasses.replace(default.at(t), veto_below=veto_below)
-        out.append(Contender(veto_name(t, True), vetoed, judge, pair))
-        out.append(Contender(veto_name(t, False), dataclasses.replace(vetoed, veto_below=0.0)))
-    return out
-
-
-def contenders(default: MatchPolicy, judge: Judge, pair: PairReader | None,
-               veto_below: float = LEARNED_VETO_BELOW) -> tuple[Contender, ...]:
-    """The default; the guarded rule at the default threshold and below, the learned veto (P below
-    `veto_below`) on and off; the cosine rule with its rule stages at each baseline threshold (the judge deciding
-    alone, retired judge mode, is no longer a contender); and vCache at the default's budget. The default reads
-    the judge only where its policy vetoes on it (`veto_below` > 0)."""
+def contenders(default: MatchPolicy) -> tuple[Contender, ...]:
+    """The default; the cosine rule with its rule stages at each baseline threshold; and vCache at the default's
+    budget."""
     cosine = dataclasses.replace(default, decision=DecisionMode.THRESHOLD, stages=("polarity", "values"))
-    learned = default.guarded and default.veto_below > 0.0
-    out = [Contender(DEFAULT, default, judge if learned else None, pair if learned else None)]
-    out += veto_columns(default, judge, pair, veto_below)
+    out = [Contender(DEFAULT, default)]
     out += [Contender(f"cosine {t:.2f} + rules", cosine.at(t)) for t in BASELINE_THRESHOLDS]
     out.append(Contender(f"vCache δ={default.max_false_hit_rate:g}", None, vcache_delta=default.max_false_hit_rate))
     return tuple(out)
@@ -188,8 +153,7 @@ def _trace_cell(source: Source, embedder: Embedder, entrant: Contender) -> Cell 
         return Cell(entrant.name, row.exact_hits + row.semantic_hits, row.correct, len(source.requests))
     assert entrant.policy is not None
     policy = entrant.policy
-    config = ReplayConfig((policy.min_similarity,), build_stages(policy.stages), policy=policy, judge=entrant.judge,
-                          pair=entrant.pair)
+    config = ReplayConfig((policy.min_similarity,), build_stages(policy.stages), policy=policy)
     replayed = run_replay(source.name, source.requests, embedder, config).rows[0]
     return Cell(entrant.name, replayed.exact_hits + replayed.semantic_hits, replayed.correct, replayed.requests)
 
@@ -197,7 +161,7 @@ def _trace_cell(source: Source, embedder: Embedder, entrant: Contender) -> Cell 
 def _pairs_cell(scored: Sequence[ScoredPair], entrant: Contender) -> Cell:
     assert entrant.policy is not None
     policy = entrant.policy
-    deciders = Deciders(build_stages(policy.stages), None, entrant.judge, pair=entrant.pair)
+    deciders = Deciders(build_stages(policy.stages))
     served = correct = 0
     for index, item in enumerate(scored):
         if item.similarity is None or item.veto is not None:

@@ -28,14 +28,12 @@ def panel(
     check: Annotated[bool, typer.Option(
         "--check", help="Exit 1 when the default breaks a real-user source's target.")] = False,
 ) -> None:
-    """Replay every labelled source through the default decision, beside the guarded rule at the default threshold
-    and below (0.88, 0.85) with the learned veto on and off, and the baselines (cosine + rules at 0.85/0.90/0.95,
-    the judge deciding alone, vCache), each source and part on its own row."""
-    from eval.cli_common import fail, load_judge, load_pair, print_table, settings_from_env
+    """Replay every labelled source through the default decision, beside the baselines (cosine + rules at
+    0.85/0.90/0.95, vCache), each source and part on its own row."""
+    from eval.cli_common import fail, print_table, settings_from_env
     from eval.panel import contenders, run_panel
-    from eval.panel_report import panel_table, to_json, verdict_lines, veto_table, write_outputs
+    from eval.panel_report import panel_table, to_json, verdict_lines, write_outputs
     from eval.sources import all_sources
-    from index.match.policy import LEARNED_VETO_BELOW
 
     if part is not None and part not in ("dev", "test"):
         raise typer.BadParameter(f"must be dev or test, got {part!r}", param_hint="--part")
@@ -46,7 +44,7 @@ def panel(
         fail("no source matches --part / --source")
     settings = settings_from_env()
     policy = settings.policy()
-    entrants = contenders(policy, load_judge(settings), load_pair(settings), policy.veto_below or LEARNED_VETO_BELOW)
+    entrants = contenders(policy)
     err = Console(stderr=True)
     report = run_panel(chosen, make_embedder(EmbedderName.MINILM_ONNX), entrants, policy.describe(),
                        missing, progress=lambda name: err.print(f"panel: {name}"))
@@ -58,7 +56,6 @@ def panel(
     else:
         console = Console(width=240)
         print_table(console, panel_table(report))
-        print_table(console, veto_table(report))
         for line in verdict_lines(report):
             console.print(line)
     if check and not report.real_sources_hold:

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from eval.panel import DEFAULT, VETO_OFF, VETO_ON, PanelReport, PanelRow
+from eval.panel import DEFAULT, PanelReport, PanelRow
 from eval.report import html_table
 from eval.tables import TableData, pct
 
@@ -23,49 +23,17 @@ def _cell_text(row: PanelRow, contender: str) -> str:
     return f"{pct(cell.correct_rate)} · {pct(cell.wrong_per_served)} (≤{pct(cell.upper)})"
 
 
-def _veto_columns(report: PanelReport) -> list[tuple[str, str]]:
-    """(veto on, veto off) column pairs of the guarded rule, in the report's order."""
-    return [(name, name[: -len(VETO_ON)] + VETO_OFF) for name in report.contenders
-            if name.endswith(VETO_ON) and name[: -len(VETO_ON)] + VETO_OFF in report.contenders]
-
-
 def panel_table(report: PanelReport) -> TableData:
-    """One row per source and part: for each contender but the veto columns (`veto_table`), correct (of requests,
-    or of same-answer pairs) and wrong / served with its 95% upper bound; the default's target and whether it
-    holds."""
-    shown = [n for n in report.contenders if not n.endswith((VETO_ON, VETO_OFF))]
-    headers = ("source", "part", "kind", "n", "target", *shown, "holds")
+    """One row per source and part: for each contender, correct (of requests, or of same-answer pairs) and wrong /
+    served with its 95% upper bound; the default's target and whether it holds."""
+    headers = ("source", "part", "kind", "n", "target", *report.contenders, "holds")
     rows = []
     for row in report.rows:
-        cells = tuple(_cell_text(row, name) for name in shown)
+        cells = tuple(_cell_text(row, name) for name in report.contenders)
         rows.append((f"{row.source} [{row.origin}]", row.part, row.kind, str(row.size), pct(row.target), *cells,
                      "yes" if row.holds else "NO"))
     return TableData("correct · wrong ÷ served (95% upper bound); correct is of all requests (trace) or of the "
                      "same-answer pairs (pairs)", headers, tuple(rows))
-
-
-def _short(row: PanelRow, contender: str) -> str:
-    cell = row.cell(contender)
-    return "–" if cell is None else f"{pct(cell.correct_rate)} · {pct(cell.wrong_per_served)}"
-
-
-def _cost(row: PanelRow, on: str, off: str) -> str:
-    with_veto, without = row.cell(on), row.cell(off)
-    if with_veto is None or without is None or with_veto.correct_rate is None or without.correct_rate is None:
-        return "–"
-    return f"{100 * (without.correct_rate - with_veto.correct_rate):+.1f}"
-
-
-def veto_table(report: PanelReport) -> TableData:
-    """The guarded rule at each threshold the panel reports, the learned veto on and off side by side, and what
-    the veto costs in correct answers (points; positive = the veto removes right answers)."""
-    pairs = _veto_columns(report)
-    headers = ("source", "part", *(h for on, _ in pairs for h in (on, on[: -len(VETO_ON)] + VETO_OFF, "cost")))
-    rows = [(f"{row.source} [{row.origin}]", row.part,
-             *(v for on, off in pairs for v in (_short(row, on), _short(row, off), _cost(row, on, off))))
-            for row in report.rows]
-    return TableData("the learned veto on vs off: correct · wrong ÷ served; cost = correct points the veto takes",
-                     headers, tuple(rows))
 
 
 def verdict_lines(report: PanelReport) -> list[str]:
@@ -139,7 +107,6 @@ def html_page(report: PanelReport, png: bytes) -> str:
     body = ["<h1>Deja source panel</h1>"]
     body += [f"<p>{html.escape(line)}</p>" for line in verdict_lines(report)]
     body.append(html_table(panel_table(report)))
-    body.append(html_table(veto_table(report)))
     encoded = base64.b64encode(png).decode("ascii")
     body.append(f'<img alt="wrong ÷ served and correct per source" src="data:image/png;base64,{encoded}">')
     style = ("body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0;"

@@ -6,7 +6,6 @@ are independent. A hit is correct when it serves what the upstream would have an
 
 from __future__ import annotations
 
-import random
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -20,10 +19,7 @@ from eval.metrics import Tally, rate
 from index.cache import Cache, CacheConfig
 from index.embedding.embedder import Embedder
 from index.guards.stages import Stage
-from index.judge.model import Judge
-from index.match.decide import OFF, Deciders
-from index.match.explore import Exploration
-from index.match.learned import PairReader
+from index.match.decide import Deciders
 from index.match.outcome import Lookup
 from index.match.policy import COSINE_POLICY, MatchPolicy
 from index.records import Verdict, answer_text
@@ -79,8 +75,6 @@ class ReplayRow:
     semantic_rate: float | None
     oracle_rate: float | None
     vetoes: tuple[StageVeto, ...]
-    # Judge mode: the false-hit budget of this row (`threshold` is then the candidate floor).
-    budget: float | None = None
 
 
 @dataclass(frozen=True)
@@ -104,18 +98,10 @@ class ReplayConfig:
     stages: tuple[Stage, ...] = ()
     upstream: Upstream = field(default=stub_upstream)
     policy: MatchPolicy = COSINE_POLICY
-    # Guarded mode: the judge of the learned veto.
-    judge: Judge | None = None
-    # Exploration of doubted would-be hits, as the gateway does (off unless given), and the seed of its draws.
-    exploration: Exploration = OFF
-    seed: int = 0
-    # Guarded mode: the pair model stacked with the judge, as the gateway runs it (None = the judge alone).
-    pair: PairReader | None = None
 
     def deciders(self) -> Deciders:
         """What decides each replayed request: the same parts the gateway's `Cache` holds."""
-        return Deciders(self.stages, None, self.judge, self.exploration,
-                        random.Random(self.seed).random, pair=self.pair)
+        return Deciders(self.stages)
 
     def points(self) -> tuple[MatchPolicy, ...]:
         """The policy of each row: one per threshold."""
@@ -161,9 +147,16 @@ def replay_once(
             store.create_schema()
             cache = Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder, CacheConfig(policy),
                           config.deciders())
-            counts = _replay(cache, requests, config.upstream)
+            return replay_through(cache, requests, config)
         finally:
             engine.dispose()
+
+
+def replay_through(cache: Cache, requests: Sequence[StreamRequest], config: ReplayConfig) -> ReplayRow:
+    """Replay the trace through `cache` (fresh, deciding by its own policy), one row. `replay_once` builds the
+    cache; a caller that decides otherwise (a training recipe) brings its own."""
+    counts = _replay(cache, requests, config.upstream)
+    policy = cache.config.policy
     return _row(policy.min_similarity, len(requests), counts, [stage.name for stage in config.stages])
 
 

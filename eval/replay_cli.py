@@ -13,8 +13,6 @@ import typer
 from eval.cli_common import EmbedderOption, JsonOption, StagesOption
 from eval.cli_common import budgets as _budgets
 from eval.cli_common import fail as _fail
-from eval.cli_common import load_judge as _load_judge
-from eval.cli_common import load_pair as _load_pair
 from eval.cli_common import policy_and_stages as _policy
 from eval.cli_common import print_report as _print_report
 from eval.cli_common import progress as _progress
@@ -103,7 +101,7 @@ def replay(
     policy, chosen = _policy(settings, stages, mode)
     if policy.guarded:
         points = (policy.min_similarity,) if threshold is None else _thresholds(threshold)
-        config = ReplayConfig(points, chosen, policy=policy, judge=_load_judge(settings), pair=_load_pair(settings))
+        config = ReplayConfig(points, chosen, policy=policy)
     else:
         config = ReplayConfig(_thresholds(threshold or DEFAULT_REPLAY_THRESHOLD), chosen, policy=policy)
     model = make_embedder(embedder)

@@ -11,7 +11,6 @@ from eval.replay import ReplayReport, ReplayRow
 from eval.sweep import StageVetoes, Sweep, SweepPoint, SweepReport, ThresholdChoice
 
 if TYPE_CHECKING:
-    from eval.fit import FitReport
     from eval.vcache import VCacheRow
 
 
@@ -136,10 +135,7 @@ def replay_summary(report: ReplayReport) -> str:
 
 
 def replay_table(report: ReplayReport) -> TableData:
-    judged = any(row.budget is not None for row in report.rows)
-    headers = ["floor" if judged else "min sim", "served", "correct", "wrong\n÷ served", "exact", "semantic",
-               "oracle"]
-    headers += ["budget"] if judged else []
+    headers = ["min sim", "served", "correct", "wrong\n÷ served", "exact", "semantic", "oracle"]
     headers += [f"vetoed by\n{stage}" for stage in report.stages]
     rows = tuple(_replay_row(row) for row in report.rows)
     return TableData("replay (rates are % of all requests, except wrong ÷ served)", tuple(headers), rows)
@@ -148,7 +144,6 @@ def replay_table(report: ReplayReport) -> TableData:
 def _replay_row(row: ReplayRow) -> tuple[str, ...]:
     cells = [thr(row.threshold), pct(row.served_rate), pct(row.correct_rate), pct(row.wrong_per_served),
              pct(row.exact_rate), pct(row.semantic_rate), pct(row.oracle_rate)]
-    cells += [] if row.budget is None else [num(row.budget)]
     cells += [f"{veto.vetoed} ({veto.rightly} right)" for veto in row.vetoes]
     return tuple(cells)
 
@@ -159,16 +154,6 @@ def vcache_table(rows: Sequence[VCacheRow]) -> TableData:
                    pct(rate(row.exact_hits, row.requests)), pct(rate(row.semantic_hits, row.requests)),
                    pct(row.explored_rate), pct(row.oracle_rate)) for row in rows)
     return TableData("vCache replay (rates are % of all requests, except wrong ÷ served)", headers, cells)
-
-
-def fit_table(report: FitReport) -> TableData:
-    headers = ("judge", "version", "bar", "served", "right", "wrong", "wrong\n÷ served")
-    cells = tuple((name, v.version, "never" if v.bar is None else f"{v.bar:.3f}", str(v.served), str(v.right),
-                   str(v.wrong), pct(v.wrong_over_served))
-                  for name, v in (("refit", report.candidate), ("in force", report.in_force)))
-    title = (f"fit on {report.trained_on} labels, validated on the {report.validated_on} most recent at budget "
-             f"{report.max_false_hit_rate:g}")
-    return TableData(title, headers, cells)
 
 
 def sweep_tables(report: SweepReport) -> tuple[TableData, ...]:

@@ -15,7 +15,6 @@ import numpy as np
 from index.embedding.embedder import Embedder, combine
 from index.embedding.memo import DEFAULT_CONTEXT_MEMO_SIZE, ContextMemo
 from index.errors import Overloaded, StoreUnavailable
-from index.judge.features import EntryHistory
 from index.match.decide import Deciders
 from index.match.matcher import Matcher
 from index.match.outcome import Candidate, Lookup
@@ -59,8 +58,7 @@ class Cache:
         matcher: Matcher | None = None,
     ) -> None:
         """`matcher` is the decision with its live state (`index.match.matcher`); without one, a matcher of
-        `config.policy` and `deciders` (the rule stages, the judge, required when the policy reads one, and
-        exploration; see `index.match.decide`)."""
+        `config.policy` and `deciders` (the rule stages; see `index.match.decide`)."""
         self.exact = exact
         self.store = store
         self.index = index
@@ -69,12 +67,10 @@ class Cache:
         self.matcher = matcher or Matcher(config.policy, deciders)
         self.context_memo = ContextMemo(config.context_memo_size)
         self.clock = clock
-        # Per-entry label tallies read by the judge; replaced wholesale by the runtime's upkeep tick.
-        self.histories: dict[int, EntryHistory] = {}
 
     @property
     def deciders(self) -> Deciders:
-        """The deciders in force (read-only: `Matcher.swap_judge` changes the judge)."""
+        """The deciders in force (read-only)."""
         return self.matcher.deciders
 
     def warm(self, batch: int = 5000) -> int:
@@ -176,13 +172,13 @@ class Cache:
         t0 = time.perf_counter()
         vectors = self.embed_request(key)
         t1 = time.perf_counter()
-        k = max(self.config.candidates, policy.judge_candidates) if policy.guarded else self.config.candidates
+        k = max(self.config.candidates, policy.guarded_candidates) if policy.guarded else self.config.candidates
         neighbors = self.index.search(vectors.index, key.scope, k=k)
         t2 = time.perf_counter()
         timings.update(embed=(t1 - t0) * 1000, search=(t2 - t1) * 1000)
         entries = self._candidates(neighbors, policy, vectors, degraded)
         decision = self.matcher.decide(key.prompt, [c for c, _ in entries], key.namespace, key.context_text,
-                                       self.histories, policy)
+                                       policy=policy)
         timings["verify"] = (time.perf_counter() - t2) * 1000
         if decision.chosen is None:
             top = neighbors[0].similarity if neighbors else None
@@ -198,7 +194,7 @@ class Cache:
         """The candidates the decision reads, most similar first. Guarded mode: the top K at or above the log floor
         (a plain rewording below the threshold is still served). Cosine rule: those above the threshold, else the
         top one if above the log floor (for the log)."""
-        limit = policy.judge_candidates if policy.guarded else len(neighbors)
+        limit = policy.guarded_candidates if policy.guarded else len(neighbors)
         floor = min(policy.min_similarity, self.config.log_floor)
         # Every neighbour the loop may reach, read in one query (the loop below decides which it uses).
         reachable = [n.entry_id for n in neighbors if n.similarity >= floor]

@@ -7,8 +7,6 @@ OpenAI-shaped HTTP errors in one place.
     ├── SchemaMismatch             the SQL schema is not the one this build knows
     ├── SecretMismatch             the database belongs to replicas with another DEJA_NAMESPACE_SECRET
     ├── VectorIndexUnavailable     DEJA_VECTOR_INDEX=pgvector on a database without (usable) pgvector
-    ├── JudgeModelError            (index.judge.model) the judge files are missing, unreadable or of another format
-    ├── PairModelError             (index.judge.pair_model) the pair-model files are missing or do not fit
     ├── HttpError                  (service.errors) the HTTP layer's errors, each with its status
     │   ├── BadRequest             the caller sent something we cannot parse or validate (400)
     │   │   └── PayloadTooLarge    the body is over the limit (413)

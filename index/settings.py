@@ -4,9 +4,11 @@ instantiate it, which is when the environment is read; everything else receives 
 from __future__ import annotations
 
 import logging
+import os
 import secrets
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -14,19 +16,17 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from index.embedding.embedder import EmbedderBackend
 from index.embedding.memo import DEFAULT_CONTEXT_MEMO_SIZE
 from index.guards.stages import STAGE_ORDER
-from index.match.explore import DEFAULT_EXPLORE_RATE
 from index.match.live_threshold import CONFIDENCE as LEARNER_CONFIDENCE
 from index.match.policy import (
     DEFAULT_ALTERNATIVE_MIN_SIMILARITY,
     DEFAULT_AUDIT_RATE,
     DEFAULT_CANDIDATES,
-    DEFAULT_JUDGE_CANDIDATES,
+    DEFAULT_GUARDED_CANDIDATES,
     DEFAULT_LEARN_FLOOR,
     DEFAULT_LOG_FLOOR,
     DEFAULT_MAX_FALSE_HIT_RATE,
     DEFAULT_MIN_CONTEXT_SIMILARITY,
     DEFAULT_SLOT_MIN_SIMILARITY,
-    DEFAULT_VETO_BELOW,
     RETIRED_JUDGE_MODE,
     DecisionMode,
     MatchPolicy,
@@ -37,6 +37,48 @@ from index.search.pgvector import PgVectorParams
 from index.search.vector_index import VectorIndexKind
 
 log = logging.getLogger("deja.settings")
+
+
+@dataclass(frozen=True)
+class Retired:
+    """A setting that no longer exists: why, and the setting that now carries its value if it was renamed."""
+
+    why: str
+    renamed_to: str | None = None
+
+
+LEARNED_VETO_REMOVED = "the learned veto was measured and removed (docs/learned-veto.md)"
+# Retired settings by field name. An old deployment that still sets one (`DEJA_<NAME>` or a keyword) starts: the
+# value is ignored, or carried to `renamed_to` when that is not set itself, and one warning names each.
+RETIRED: dict[str, Retired] = {
+    "verifier": Retired("the cross-encoder verifier was retired"),
+    "verifier_min_probability": Retired("retired with DEJA_VERIFIER"),
+    "veto_below": Retired(LEARNED_VETO_REMOVED),
+    "judge_model": Retired(LEARNED_VETO_REMOVED),
+    "pair_model": Retired(LEARNED_VETO_REMOVED),
+    "explore_rate": Retired("exploration sent upstream the hits the learned veto doubted; " + LEARNED_VETO_REMOVED),
+    "judge_candidates": Retired("renamed with the learned veto's removal", renamed_to="guarded_candidates"),
+}
+
+
+def with_retired(data: dict[str, Any], environ: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
+    """`data` (keywords and environment values by field name) with each retired setting dropped or carried to its
+    new name, and one line per retired setting that was set (in the keywords or in `environ`)."""
+    env = {key.lower(): value for key, value in environ.items()}
+    out, lines = dict(data), []
+    for name, retired in RETIRED.items():
+        value = out.pop(name, env.get(f"deja_{name}"))
+        if value is None:
+            continue
+        old = f"DEJA_{name.upper()}"
+        if retired.renamed_to is None:
+            lines.append(f"{old} is retired and ignored: {retired.why}")
+            continue
+        new = f"DEJA_{retired.renamed_to.upper()}"
+        lines.append(f"{old} is retired ({retired.why}): its value is read as {new}")
+        if retired.renamed_to not in out and f"deja_{retired.renamed_to}" not in env:
+            out[retired.renamed_to] = value
+    return out, lines
 
 
 class Settings(BaseSettings):
@@ -52,30 +94,19 @@ class Settings(BaseSettings):
     data_dir: Path = Field(Path(".deja"), description="Folder for the SQLite file and the generated secret")
     decision: DecisionMode = Field(
         DecisionMode.GUARDED, description="'guarded' (the default: cosine >= DEJA_MIN_SIMILARITY, then the gates, "
-        "the guard stages and the learned scores as vetoes; a plain rewording is served on its content) or "
-        "'threshold' (the same steps without the learned veto and the plain-rewording override); 'judge' was "
-        "retired")
+        "the gates, the guard stages and the remembered differences as vetoes; a plain rewording is served on its "
+        "content) or 'threshold' (the steps that read only the cosine and the guard stages); 'judge' was retired")
     max_false_hit_rate: float = Field(
         DEFAULT_MAX_FALSE_HIT_RATE, gt=0.0, lt=1.0,
         description="The false-hit budget, wrong ÷ served, each namespace's learned thresholds are held to: the "
         f"lowest threshold whose wrong ÷ served is within it with {LEARNER_CONFIDENCE:.0%} posterior probability "
         "serves, and one over it with that probability rises")
-    judge_candidates: int = Field(DEFAULT_JUDGE_CANDIDATES, ge=1, le=50,
-                                  description="Guarded mode: nearest candidates the decision reads per request")
-    judge_model: Path | None = Field(
-        None, description="Folder of the judge the learned veto reads (judge.npz + metadata.json); empty = shipped")
-    pair_model: bool = Field(
-        True, description="The learned veto stacks the pair model (index/data/pair) on the judge's P where the "
-        "judge alone cannot settle the veto; false = the judge alone")
+    guarded_candidates: int = Field(DEFAULT_GUARDED_CANDIDATES, ge=1, le=50,
+                                    description="Guarded mode: nearest candidates the decision reads per request")
     min_similarity: float | None = Field(
         None, ge=-1.0, le=1.0,
         description="Cosine similarity threshold of the guarded and threshold rules (in guarded mode the prior "
         "each namespace's learned threshold starts from); empty = 0.92 for guarded, 0.90 for threshold")
-    veto_below: float = Field(
-        DEFAULT_VETO_BELOW, ge=0.0, le=1.0,
-        description="Guarded mode: a learned P(same answer) (judge, stacked with the pair model) below this vetoes "
-        "a candidate above the cosine threshold; 0 (the default) = no learned veto, none read (it cost real users' "
-        "questions correct answers: docs/judge.md); 0.6 = the bar it was fitted for")
     min_context_similarity: float = Field(
         DEFAULT_MIN_CONTEXT_SIMILARITY, ge=-1.0, le=1.0,
         description="Cosine similarity floor between the relevant earlier contexts of two conversations")
@@ -85,9 +116,6 @@ class Settings(BaseSettings):
         DEFAULT_CANDIDATES, ge=1, le=50, description="Nearest neighbours verified per semantic lookup")
     guard_polarity: bool = Field(True, description="Veto candidates that differ by a negation or reversal")
     guard_values: bool = Field(True, description="Veto candidates that differ in a number, name or other value")
-    verifier: bool = Field(False, description="Retired (the judge replaced the cross-encoder verifier); "
-                           "accepted and ignored with a warning")
-    verifier_min_probability: float | None = Field(None, ge=0.0, le=1.0, description="Retired with DEJA_VERIFIER")
     max_decision_chars: int = Field(
         DEFAULT_MAX_DECISION_CHARS, ge=100, le=100_000,
         description="Characters of a prompt (and of a conversation's relevant context) the semantic decision reads "
@@ -141,9 +169,9 @@ class Settings(BaseSettings):
         DEFAULT_AUDIT_RATE, ge=0.0, le=1.0, description="Share of semantic hits re-asked upstream")
     audit_calls_per_hour: int = Field(
         120, ge=0, description="Hourly allowance of labelling's extra upstream calls: audits beyond DEJA_AUDIT_RATE's "
-        "share (sampled densely where hits are riskier) and LLM label calls for shadows and explorations; 0 = none")
+        "share (sampled densely where hits are riskier) and LLM label calls for shadows; 0 = none")
     label_model: str | None = Field(
-        None, description="Model of the chat upstream that labels audits, shadows and explorations (an LLM that "
+        None, description="Model of the chat upstream that labels audits and shadows (an LLM that "
         "reads the two prompts and answers); empty = compare the answers' embeddings")
     label_model_error_rate: float = Field(
         0.05, ge=0.0, lt=0.5, description="How often the label model's label is wrong, as measured on labelled "
@@ -175,10 +203,6 @@ class Settings(BaseSettings):
         DEFAULT_ALTERNATIVE_MIN_SIMILARITY, ge=-1.0, le=1.0, description="Guarded mode: the cold-start cosine "
         "threshold of a single-turn candidate whose prompt swaps a content word for a WordNet sibling or antonym "
         "(red/blue, buy/sell); 1.0 = never served until the namespace's own labels of such candidates move it")
-    explore_rate: float = Field(
-        DEFAULT_EXPLORE_RATE, ge=0.0, le=1.0,
-        description="Guarded mode: share of the hits the learned veto doubts (P in the lower half of the range "
-        "above DEJA_VETO_BELOW) that go upstream to be labelled; 0 = never")
     answer_same_similarity: float = Field(0.95, ge=0, le=1, description="Answer similarity that counts as same")
     prices_per_1k_tokens: dict[str, float] = Field(
         default_factory=lambda: {"gpt-4o": 0.00625, "gpt-4o-mini": 0.000375, "gpt-4.1": 0.005,
@@ -208,6 +232,16 @@ class Settings(BaseSettings):
         600.0, ge=0, description="How often the HNSW index is saved to data_dir/snapshot (also at shutdown); 0 = never")
     log_level: str = Field("info", description="Log level")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _retired(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data, lines = with_retired(data, dict(os.environ))
+        for line in lines:
+            log.warning(line)
+        return data
+
     @field_validator("decision", mode="before")
     @classmethod
     def _judge_mode_retired(cls, value: object) -> object:
@@ -225,7 +259,7 @@ class Settings(BaseSettings):
     def _comma_separated(cls, value: object) -> object:
         return tuple(h.strip().lower() for h in value.split(",") if h.strip()) if isinstance(value, str) else value
 
-    @field_validator("shared_namespace", "min_similarity", "judge_model", "decision_log_days", "label_days",
+    @field_validator("shared_namespace", "min_similarity", "decision_log_days", "label_days",
                      "tombstone_days", "label_model", mode="before")
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
@@ -244,12 +278,6 @@ class Settings(BaseSettings):
                              "with the pgvector extension")
         return self
 
-    @model_validator(mode="after")
-    def _retired(self) -> Settings:
-        if self.verifier or self.verifier_min_probability is not None:
-            log.warning("DEJA_VERIFIER / DEJA_VERIFIER_MIN_PROBABILITY are retired and ignored: the judge decides")
-        return self
-
     def policy(self) -> MatchPolicy:
         """The deployment's match policy, as the gateway runs it and `eval` measures it (the one place it is
         built)."""
@@ -262,9 +290,8 @@ class Settings(BaseSettings):
             context_match=self.context_match,
             decision=self.decision,
             max_false_hit_rate=self.max_false_hit_rate,
-            judge_candidates=self.judge_candidates,
+            guarded_candidates=self.guarded_candidates,
             max_decision_chars=self.max_decision_chars,
-            veto_below=self.veto_below,
             learn_floor=self.learn_floor,
             slot_similarity=self.slot_min_similarity,
             alternative_similarity=self.alternative_min_similarity,

@@ -19,7 +19,7 @@ def hit_facts(rt: Runtime, namespace: str, lookup: Lookup, policy: MatchPolicy) 
     in force (a hit served on its cosine just above it; a plain rewording is served on its content and is never
     near a threshold)."""
     decision = lookup.decision
-    p = decision.probability if decision is not None else None
+    p: float | None = None
     threshold = None
     if decision is not None and policy.guarded and decision.basis == COSINE:
         p, threshold = decision.similarity, policy.threshold_for(decision.kind)

@@ -31,7 +31,7 @@ MAX_TEXT = 4000
 @dataclass(frozen=True)
 class LabelCase:
     """What a label is about: the request's prompt and the candidate's, in a namespace, and whether the candidate
-    was served (an audit) or not (a shadow or an exploration)."""
+    was served (an audit) or not (a shadow)."""
 
     namespace: str
     question: str

@@ -1,9 +1,9 @@
-"""Background labelers: shadow labels on near-misses (and on explored would-be hits) and sampled audits of
-semantic hits. Neither delays a response: both run as background tasks, audits with bounded concurrency
-(skipped, not queued, when full). A label compares the two answers against how much the upstream's own answers
-vary (`index.match.answers`: an audit re-asks twice, and the namespace keeps a baseline of fresh-vs-fresh similarity),
-or, with `DEJA_LABEL_MODEL`, is the label model's verdict (`service.label_model`), weighted by its error rate; a
-wrong hit or a right near-miss is one label of its difference (`index.match.differences`)."""
+"""Background labelers: shadow labels on near-misses and sampled audits of semantic hits. Neither delays a
+response: both run as background tasks, audits with bounded concurrency (skipped, not queued, when full). A label
+compares the two answers against how much the upstream's own answers vary (`index.match.answers`: an audit re-asks
+twice, and the namespace keeps a baseline of fresh-vs-fresh similarity), or, with `DEJA_LABEL_MODEL`, is the label
+model's verdict (`service.label_model`), weighted by its error rate; a wrong hit or a right near-miss is one label
+of its difference (`index.match.differences`)."""
 
 from __future__ import annotations
 
@@ -71,17 +71,17 @@ class Labeler:
 
     async def _label(self, request_id: str, source: LabelSource, case: LabelCase, fresh: str, cached: str,
                      headers: dict[str, str], second: str | None = None) -> None:
-        judge = self.rt.label_model
-        if judge is not None and source is not LabelSource.AUDIT and not self.rt.audit_sampler.spend(1):
-            # Over the hour's allowance: this shadow or exploration is labelled by answer comparison instead.
+        label_model = self.rt.label_model
+        if label_model is not None and source is not LabelSource.AUDIT and not self.rt.audit_sampler.spend(1):
+            # Over the hour's allowance: this shadow is labelled by answer comparison instead.
             self.rt.metrics.label_calls.labels("over_ceiling").inc()
-            judge = None
-        if judge is not None:
-            same = await judge.same(case, cached, fresh, headers)
+            label_model = None
+        if label_model is not None:
+            same = await label_model.same(case, cached, fresh, headers)
             if same is None:
                 return
             weight = 1.0 - 2.0 * self.rt.settings.label_model_error_rate
-            result: tuple[bool, str, float] | None = (same, f"label model {judge.model}", weight)
+            result: tuple[bool, str, float] | None = (same, f"label model {label_model.model}", weight)
         else:
             if self._threads.statistics().tasks_waiting >= MAX_WAITING_LABELS:
                 log.info("%s label skipped: %d labels waiting", source.value, MAX_WAITING_LABELS)
@@ -92,14 +92,13 @@ class Labeler:
             await run_in_threadpool(self._store, request_id, source, case, *result)
 
     def shadow(self, request_id: str, dialect: Dialect, fresh: dict[str, Any], cached: dict[str, Any],
-               case: LabelCase, headers: dict[str, str], source: LabelSource = LabelSource.SHADOW,
-               body: Mapping[str, Any] | None = None) -> None:
-        """A near-miss (or an explored would-be hit, `source` explore) went upstream: would the candidate's
-        answer have been right? Shadows obey DEJA_SHADOW_LABELS; exploration exists to be labelled. Without a
-        label model, while the namespace has no measure of how much the upstream's answers vary, a shadow whose
-        two answers differ asks the upstream once more (`body`), within DEJA_AUDIT_CALLS_PER_HOUR: two fresh
-        answers show the variation, so the near miss gets a label instead of none."""
-        if source is LabelSource.SHADOW and not self.rt.settings.shadow_labels:
+               case: LabelCase, headers: dict[str, str], body: Mapping[str, Any] | None = None) -> None:
+        """A near-miss went upstream: would the candidate's answer have been right? Shadows obey
+        DEJA_SHADOW_LABELS. Without a label model, while the namespace has no measure of how much the upstream's
+        answers vary, a shadow whose two answers differ asks the upstream once more (`body`), within
+        DEJA_AUDIT_CALLS_PER_HOUR: two fresh answers show the variation, so the near miss gets a label instead of
+        none."""
+        if not self.rt.settings.shadow_labels:
             return
         texts = dialect.answer_text(fresh), dialect.answer_text(cached)
 
@@ -111,7 +110,7 @@ class Labeler:
                                         request_id)
                 second = None if again is None else dialect.answer_text(again)
                 self.rt.metrics.label_calls.labels("variation").inc()
-            await self._label(request_id, source, case, *texts, headers, second)
+            await self._label(request_id, LabelSource.SHADOW, case, *texts, headers, second)
 
         self.rt.spawn(run())
 

@@ -1,15 +1,14 @@
 """Where the gateway's traffic becomes labels: audits of a sampled share of semantic hits, and shadows of the
-near-misses (and explored candidates) it did not serve. The `Labeler` does the work in the background."""
+near-misses it did not serve. The `Labeler` does the work in the background."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from index.match.audit_sampler import AuditReason
-from index.match.outcome import Lookup, Reason
+from index.match.outcome import Lookup
 from index.match.policy import MatchPolicy
 from index.records import CachedResponse
-from index.storage.decision_log import LabelSource
 from service.evidence import hit_facts, label_case
 from service.exchange import Exchange
 from service.labeler import Labeler
@@ -37,10 +36,8 @@ class Labelling:
     def near_miss(self, exchange: Exchange, answer: dict[str, Any], lookup: Lookup) -> None:
         """A candidate was found and not served: compare its answer with the fresh one, in the background."""
         if lookup.candidate_response is not None and lookup.decision is not None:
-            explored = lookup.decision.reason is Reason.EXPLORED
-            source = LabelSource.EXPLORE if explored else LabelSource.SHADOW
             case = label_case(exchange.key.namespace, exchange.key.prompt, lookup)
             self.labeler.shadow(exchange.request_id, exchange.dialect, answer, lookup.candidate_response, case,
-                                exchange.headers, source,
+                                exchange.headers,
                                 # Only a near miss a lower threshold would serve is worth a call to measure variation.
-                                exchange.body if lookup.decision.would_serve and not explored else None)
+                                exchange.body if lookup.decision.would_serve else None)

@@ -22,8 +22,6 @@ class Metrics:
         self.vetoes = Counter("deja_vetoes", "Semantic candidates vetoed, by the vetoing stage", ["stage"], registry=r)
         self.misses = Counter("deja_semantic_misses", "Semantic candidates not served, by reason", ["reason"],
                               registry=r)
-        self.pair_reads = Counter("deja_pair_model_reads", "Candidates the pair model read (only where the judge's "
-                                  "P alone could not settle the decision)", registry=r)
         self.entries = Gauge("deja_entries", "Entries in the SQL store", registry=r)
         self.indexed = Gauge("deja_indexed_entries", "Entries in this replica's HNSW index", registry=r)
         self.evictions = Counter("deja_evictions", "Entries evicted (TTL or LRU)", registry=r)

@@ -39,13 +39,11 @@ class Observer:
             metrics.vetoes.labels(decision.vetoed_by).inc()
         if decision.vetoed_by == Difference.name:
             metrics.differences.inc()
-        if decision.pair_read:
-            metrics.pair_reads.inc(decision.pair_read)
         if not decision.hit:
             metrics.misses.labels(decision.reason.value).inc()
         self.log_decision(DecisionRecord(
             exchange.request_id, exchange.key.namespace, exchange.key.model, exchange.key.prompt,
-            lookup.candidate_id, lookup.candidate_prompt, decision.similarity, min_similarity, decision.logged_stages(),
+            lookup.candidate_id, lookup.candidate_prompt, decision.similarity, min_similarity, decision.stages,
             lookup.verdict.value, decision.reason, decision.vetoed_by, self.clock(), exchange.dialect.name,
             decision.would_serve, decision.kind.value))
 
@@ -69,8 +67,6 @@ def deja_headers(exchange: Exchange, lookup: Lookup, verdict: Verdict) -> dict[s
     decision = lookup.decision
     if decision is not None:
         headers["X-Deja-Reason"] = decision.reason.value
-        if decision.probability is not None and decision.bar is not None:
-            headers["X-Deja-Probability"] = f"{decision.probability:.4f}"
         if decision.vetoed_by is not None:  # only on a veto: the vetoing step; a miss's reason is X-Deja-Reason
             headers["X-Deja-Veto"] = decision.vetoed_by
     if lookup.response is not None:

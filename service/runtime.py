@@ -22,15 +22,11 @@ from index.errors import StoreUnavailable
 from index.forgetting import Forgetting, Retention
 from index.guards.registry import build_stages
 from index.guards.wordnet import load_wordnet
-from index.judge.model import load_judge
-from index.judge.pair_model import load_pair_stage
 from index.maintenance import Maintainer
 from index.match.answers import AnswerBaselines
 from index.match.audit_sampler import AuditSampler
 from index.match.decide import Deciders
 from index.match.differences import Differences
-from index.match.explore import Exploration
-from index.match.learned import JudgeModel, PairReader
 from index.match.live_threshold import LearnerConfig
 from index.match.matcher import Matcher, NamespacePolicies
 from index.match.threshold_book import ThresholdBook
@@ -45,7 +41,6 @@ from index.storage.differences import SqlDifferenceLog
 from index.storage.entries import EntryStore, make_engine
 from index.storage.evidence import EvidenceLog
 from index.storage.exact import ExactCache, LruExactCache, RedisExactCache
-from index.storage.judge_models import JudgeStore
 from index.storage.secret import check_secret
 from service.budget import BudgetKeeper
 from service.credentials import credential_policy
@@ -56,7 +51,7 @@ from service.metrics import Metrics
 from service.runtime_view import RuntimeView
 from service.settings import Settings
 from service.thresholds import ThresholdKeeper
-from service.upkeep import JudgeSync, Upkeep, UpkeepParts
+from service.upkeep import Upkeep, UpkeepParts
 from service.upstream import Upstream
 
 log = logging.getLogger("deja.runtime")
@@ -83,14 +78,8 @@ class Parts:
     exact: ExactCache | None = None
     # Wall-clock seconds (entry ages, TTLs, decision and label times).
     clock: Callable[[], float] = time.time
-    # Uniform draws in [0, 1) for exploration and for audits (tests pass fixed ones).
-    draw: Callable[[], float] = random.random
+    # Uniform draws in [0, 1) for audits (tests pass fixed ones).
     audit_draw: Callable[[], float] = random.random
-    # The judge the learned veto reads; None = `load_judge(settings.judge_model)` (the shipped one by default).
-    judge: JudgeModel | None = None
-    # The pair model stacked with the judge; None = the shipped one when `DEJA_PAIR_MODEL` is on and the judge
-    # is built from settings (an injected judge runs alone unless a pair reader is injected with it).
-    pair: PairReader | None = None
 
 
 def build_embedder(settings: Settings, model: Embedder | None = None) -> BatchingEmbedder:
@@ -135,15 +124,8 @@ class Runtime:
         self.stages = build_stages(self.policy.stages)
         # The slot step's WordNet table (about 0.4 s), read at start-up rather than by the first request.
         load_wordnet()
-        # A judge that cannot load stops start-up with its reason (JudgeModelError), like a bad setting would.
-        judge = (parts.judge or load_judge(settings.judge_model)) if self.policy.reads_judge else None
-        self.judges = JudgeStore(self.engine)
         self.audit_draw = parts.audit_draw
-        pair = parts.pair
-        if pair is None and judge is not None and parts.judge is None and settings.pair_model:
-            pair = load_pair_stage()
-        deciders = Deciders(self.stages, None, judge, Exploration(settings.explore_rate),
-                            parts.draw, pair=pair)
+        deciders = Deciders(self.stages)
         # Audits labelled by answer comparison are exact about the two answers; a label model errs at its rate.
         self.label_error_rate = 0.0 if settings.label_model is None else settings.label_model_error_rate
         self.differences = Differences(SqlDifferenceLog(self.engine), self.clock,
@@ -155,8 +137,6 @@ class Runtime:
         self.cache = Cache(parts.exact or build_exact(settings), self.store,
                            build_index(settings, self.engine, self.embedder), self.embedder, config,
                            clock=self.clock, matcher=matcher)
-        # The judge of the settings (or shipped); a judge fitted from traffic and applied replaces it live.
-        self.judge_sync = JudgeSync(self.judges, matcher, judge, pair)
         self.maintainer = Maintainer(self.cache, settings.max_entries, clock=self.clock,
                                      recount_seconds=settings.recount_interval_seconds)
         self.decisions = DecisionLog(self.engine)
@@ -178,7 +158,7 @@ class Runtime:
         self.secret = settings.secret_bytes()
         self.credentials = credential_policy(settings)
         self.upkeep = Upkeep(UpkeepParts(settings, self.metrics, self.cache, self.maintainer, self.forgetting,
-                                         self.budget, self.decisions, self.judge_sync, self.snapshot,
+                                         self.budget, self.decisions, self.snapshot,
                                          self.threshold_keeper if learns else None))
         self.ready = self.upkeep.ready
         self.view = RuntimeView(settings, self.policy, self.embedder, self.cache, self.store, self.decisions,
@@ -192,19 +172,6 @@ class Runtime:
     def thresholds(self) -> NamespacePolicies:
         """Each namespace's policy (stored thresholds, learned thresholds): the matcher's."""
         return self.cache.matcher.namespaces
-
-    @property
-    def prior_judge(self) -> JudgeModel | None:
-        return self.judge_sync.prior_judge
-
-    @property
-    def prior_pair(self) -> PairReader | None:
-        return self.judge_sync.prior_pair
-
-    @property
-    def judge_in_force(self) -> str | None:
-        """The applied judge's version (None: the prior)."""
-        return self.judge_sync.in_force
 
     def upstream_for(self, name: UpstreamName) -> Upstream:
         return self.anthropic_upstream if name is UpstreamName.ANTHROPIC else self.upstream
@@ -247,10 +214,6 @@ class Runtime:
     def tick(self, evict: bool) -> None:
         """One round of upkeep, in a worker thread."""
         self.upkeep.tick(evict)
-
-    def sync_judge(self) -> None:
-        """Put in force the judge `eval fit --traffic --apply` (or `--rollback`) chose, if it changed."""
-        self.judge_sync.sync()
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run a background coroutine, keeping a reference so it is not garbage-collected mid-flight."""

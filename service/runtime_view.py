@@ -18,7 +18,7 @@ from service.settings import Settings
 
 @dataclass(frozen=True)
 class RuntimeView:
-    """Reads the runtime's parts; the judge in force is read from the cache at each call (it is swapped live)."""
+    """Reads the runtime's parts."""
 
     settings: Settings
     policy: MatchPolicy
@@ -36,22 +36,15 @@ class RuntimeView:
         lines = [
             "Deja ready to start",
             f"  embedder   {self.embedder.model_id} ({s.embedder.value})",
-            f"  decision   {self._decision()}",
+            f"  decision   {self.policy.describe()}",
             f"  entries    {display_url(s.sql_url)} (ttl {ttl}, at most {s.max_entries or 'unlimited'})",
             f"  exact tier {'redis ' + display_url(s.redis_url) if s.redis_url else 'in-process LRU'}",
             f"  data dir   {s.data_dir.resolve()}",
             f"  upstreams  chat/responses {s.upstream_url}, messages {s.anthropic_upstream_url}",
-            f"  labels     audits {s.audit_rate:g} of semantic hits, exploration {s.explore_rate:g}, admin "
+            f"  labels     audits {s.audit_rate:g} of semantic hits, admin "
             f"{'on' if s.admin_token else 'off (no DEJA_ADMIN_TOKEN)'}",
         ]
         return "\n".join(lines)
-
-    def _decision(self) -> str:
-        policy, judge, pair = self.policy, self.cache.deciders.judge, self.cache.deciders.pair
-        if policy.guarded and judge is not None:
-            reader = "" if pair is None else f" + pair model {pair.version}"
-            return f"{policy.describe()}; the learned veto reads judge {judge.version}{reader}"
-        return policy.describe()
 
     def stats(self) -> dict[str, Any]:
         """What `/deja/stats` shows, in a worker thread (it counts entries and labels in SQL)."""

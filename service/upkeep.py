@@ -1,6 +1,6 @@
 """A running gateway's upkeep: start-up index load, then a loop of rounds (replica catch-up, eviction, forgetting,
-decision-log writes, label metrics, the budget's pass: tallies and per-namespace thresholds, the judge in force,
-snapshots). The budget's pass is the only place its numbers are computed; the admin reads show what it stored."""
+decision-log writes, label metrics, the budget's pass: tallies and per-namespace thresholds, snapshots). The
+budget's pass is the only place its numbers are computed; the admin reads show what it stored."""
 
 from __future__ import annotations
 
@@ -16,68 +16,16 @@ from starlette.concurrency import run_in_threadpool
 from index.cache import Cache
 from index.errors import StoreUnavailable
 from index.forgetting import Forgetting
-from index.judge.model import JudgeModelError
-from index.judge.pair_model import PairModelError, PairStage
 from index.maintenance import Maintainer
-from index.match.learned import JudgeModel, PairReader
-from index.match.matcher import Matcher
 from index.search.hnsw import SemanticIndex
 from index.search.snapshot import SnapshotDir
 from index.storage.decision_log import DecisionLog, DecisionRecord
-from index.storage.judge_models import JudgeStore
 from service.budget import BudgetKeeper
 from service.metrics import Metrics
 from service.settings import Settings
 from service.thresholds import ThresholdKeeper
 
 log = logging.getLogger("deja.runtime")
-
-
-class JudgeSync:
-    """Keeps the judge in force the one `eval fit --traffic --apply` (or `--rollback`) chose, on every replica.
-
-    `prior_judge` is the judge of the settings (or the shipped one), `prior_pair` the pair model stacked with it;
-    a judge refitted on the deployment's own labels decides alone (its bar is calibrated on them)."""
-
-    def __init__(self, judges: JudgeStore, matcher: Matcher, prior_judge: JudgeModel | None,
-                 prior_pair: PairReader | None) -> None:
-        self.judges = judges
-        self.matcher = matcher
-        self.prior_judge = prior_judge
-        self.prior_pair = prior_pair
-        self.in_force: str | None = None
-        # Upkeep ticks and callers may sync the judge at once: one at a time, or a slow load of the version read
-        # first could land after a newer sync and put a rolled-back judge back in force.
-        self._lock = threading.Lock()
-
-    def sync(self) -> None:
-        """Put in force the judge the judge store names, if it changed."""
-        if self.prior_judge is None:
-            return
-        with self._lock:
-            version = self.judges.in_force()
-            if version == self.in_force:
-                return
-            try:
-                judge = self.prior_judge if version is None else self.judges.load(version)
-            except JudgeModelError as exc:
-                log.error("judge %s not put in force, keeping the one in force: %s", version, exc)
-                return
-            pair = self.prior_pair if version is None else None
-            self.matcher.swap_judge(judge, pair)
-            self.in_force = version
-            log.info("judge in force: %s", judge.version)
-
-    def warm_pair_model(self) -> None:
-        """Load the pair model before the first request needs it; one that cannot load leaves the judge alone."""
-        if not isinstance(self.prior_pair, PairStage):
-            return
-        try:
-            self.prior_pair.warm()
-        except PairModelError as exc:
-            log.error("pair model not loaded, the judge decides alone: %s", exc)
-            self.prior_pair = None
-            self.matcher.swap_judge(self.matcher.deciders.judge, None)
 
 
 @dataclass(frozen=True)
@@ -91,7 +39,6 @@ class UpkeepParts:
     forgetting: Forgetting
     budget: BudgetKeeper
     decisions: DecisionLog
-    judge_sync: JudgeSync
     snapshot: SnapshotDir
     # Learned thresholds (guarded mode with DEJA_LEARN_THRESHOLD); None = the prior serves.
     thresholds: ThresholdKeeper | None = None
@@ -124,11 +71,8 @@ class Upkeep:
             log.warning("dropped %d decision-log records: %s", len(batch), exc)
 
     def load_index(self) -> None:
-        """Start-up in a worker thread: the index from the snapshot (plus catch-up from SQL) or rebuilt, while
-        another thread loads the pair model (both mostly outside the GIL: file reads, ONNX Runtime, hnswlib)."""
+        """Start-up in a worker thread: the index from the snapshot (plus catch-up from SQL) or rebuilt."""
         p = self.parts
-        warming = threading.Thread(target=p.judge_sync.warm_pair_model, name="deja-warm-pair", daemon=True)
-        warming.start()
         try:
             report = p.maintainer.start(p.snapshot if p.settings.snapshot_interval_seconds else None)
             self.started = True
@@ -140,7 +84,6 @@ class Upkeep:
         except StoreUnavailable as exc:
             log.error("entry store unavailable at start-up, serving degraded: %s", exc)
         finally:
-            warming.join()
             self.ready.set()
 
     def save_snapshot(self) -> None:
@@ -168,9 +111,6 @@ class Upkeep:
             p.metrics.evictions.inc(p.maintainer.evict())
             p.forgetting.sweep()
             self._label_metrics()
-            if p.cache.config.policy.reads_judge:
-                p.cache.histories = p.decisions.entry_histories()
-        p.judge_sync.sync()
         p.cache.matcher.namespaces.by_namespace = p.decisions.thresholds()
         self.refresh_budget()
         if evict or isinstance(p.cache.index, SemanticIndex):  # a shared index is counted in SQL: not every round
@@ -200,7 +140,7 @@ class Upkeep:
         for source, tally in counts.items():
             for verdict, n in tally.items():
                 p.metrics.labels.labels(source, verdict).set(n)
-            if source not in ("shadow", "explore"):  # these judge near-misses and would-be hits, not served hits
+            if source not in ("shadow", "explore"):  # these label near-misses and would-be hits, not served hits
                 judged += tally["correct"] + tally["wrong"]
                 wrong += tally["wrong"]
         p.metrics.false_hit_rate.set(wrong / judged if judged else 0.0)

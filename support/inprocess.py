@@ -16,12 +16,10 @@ from typing import Any
 import httpx
 
 from index.embedding.embedder import HashEmbedder
-from index.judge.pair_model import shipped_combination
 from service.app import create_app
 from service.gateway import Gateway
 from service.runtime import Parts, Runtime
 from service.settings import Settings
-from support.judges import FixedPair
 from support.label_stub import LabelStub, is_label_call
 from support.stub_dialects import CUT_AFTER, ChatApi, MessagesApi, ResponsesApi, StubApi
 
@@ -134,19 +132,15 @@ class InProcessGateway:
 async def inprocess_gateway(tmp_path: Path, parts: Parts | None = None, **settings: Any
                             ) -> AsyncIterator[InProcessGateway]:
     """The app with its lifespan, reached through `httpx.ASGITransport`; `settings` override `Settings` fields;
-    `parts` (its embedder, transport and clock are always the test's own) passes a judge or fixed draws."""
+    `parts` (its embedder, transport and clock are always the test's own) passes fixed draws."""
     upstream, clock = MockUpstream(), Clock()
     config = Settings(**{"data_dir": tmp_path, "namespace_secret": "test-secret", "admin_token": ADMIN_TOKEN,
                          "upstream_url": "http://upstream.test", "anthropic_upstream_url": "http://anthropic.test",
-                         # Deja's defaults (the judge decides), except audits and exploration: they send a random
-                         # share of hits upstream, so tests of them set their rates (and fixed draws) themselves.
-                         "audit_rate": 0.0, "explore_rate": 0.0,
+                         # Deja's defaults, except audits: they send a random share of hits upstream, so tests of
+                         # them set their rate (and fixed draws) themselves.
+                         "audit_rate": 0.0,
                          **settings})
     base = parts or Parts()
-    if base.pair is None and base.judge is None:
-        # The shipped stack over a fake pair model (no model file; P 0.5 for every pair): unit tests read no
-        # model weights. The real pair model is tested by the integration suite.
-        base = dataclasses.replace(base, pair=FixedPair(shipped_combination(), {}))
     app = create_app(config, dataclasses.replace(base, embedder=HashEmbedder(dim=256), transport=upstream.transport,
                                                  clock=clock))
     async with app.router.lifespan_context(app):

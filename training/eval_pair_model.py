@@ -160,8 +160,8 @@ def fit_stack(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
 
 
 def features(judge_p: np.ndarray, pair_p: np.ndarray, cos: np.ndarray) -> np.ndarray:
-    """The stack's inputs as `index.judge.pair_model.Combination` computes them (the pair P clipped)."""
-    from index.judge.pair_model import PAIR_CLIP
+    """The stack's inputs as `training.judge.pair_model.Combination` computes them (the pair P clipped)."""
+    from training.judge.pair_model import PAIR_CLIP
 
     def logit(p: np.ndarray) -> np.ndarray:
         q = np.clip(p, 1e-4, 1 - 1e-4)
@@ -249,7 +249,8 @@ def timing(model: object, judge: object, rows: list[Row], n: int = 60) -> dict[s
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", type=Path, default=None, help="pair-model folder (default: the shipped one)")
+    parser.add_argument("--model", type=Path, default=None,
+                        help="pair-model folder (default: training/judge/models/pair)")
     parser.add_argument("--write", action="store_true", help="write the fitted combination into the metadata")
     parser.add_argument("--public-per-source", type=int, default=80)
     parser.add_argument("--trace-per-split", type=int, default=150, help="requests per trace and part (CPU cost)")
@@ -258,8 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import torch
 
-    from index.judge.model import load_judge
-    from index.judge.pair_model import METADATA_FILE, PairModel, shipped_model_dir
+    from training.judge.model import load_judge
+    from training.judge.pair_model import METADATA_FILE, PairModel, trained_pair_dir
 
     torch.set_num_threads(2)
     inputs, vectors = tv.Inputs(), RuntimeVectors(CACHE)
@@ -304,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
                    "calib_pairs": int(own.sum())}
     print(json.dumps({"bars": bars, "combination": combination, "cost": cost}, indent=1))
     if args.write:
-        folder = args.model or shipped_model_dir()
+        folder = args.model or trained_pair_dir()
         meta = json.loads((folder / METADATA_FILE).read_text(encoding="utf-8"))
         meta["combination"] = combination
         meta["evaluation"] = {"bars": bars, "cost": cost, "results": results}

@@ -7,7 +7,7 @@ scores the held-out calib split of training/pair_data.py through the export and 
 on those scores (the torch one is kept as `calibration_torch`). A combination fitted for earlier scores is
 dropped: run `python -m training.eval_pair_model --write` after this. Needs the `onnx` package (dev extra).
 
-    python -m training.export_pair_model [--model index/data/pair]
+    python -m training.export_pair_model [--model training/judge/models/pair]
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def export(folder: Path) -> dict[str, object]:
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from index.judge.pair_model import ONNX_FILE, PairModel, _file_sha256
+    from training.judge.pair_model import ONNX_FILE, PairModel, _file_sha256
 
     torch_model = PairModel(folder, backend="torch")
     model, tokenizer = torch_model._model, torch_model._tokenizer
@@ -52,9 +52,10 @@ def export(folder: Path) -> dict[str, object]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", type=Path, default=OUT, help="pair-model folder (default: the shipped one)")
+    parser.add_argument("--model", type=Path, default=OUT,
+                        help="pair-model folder (default: training/judge/models/pair)")
     args = parser.parse_args(argv)
-    from index.judge.pair_model import METADATA_FILE, PairModel
+    from training.judge.pair_model import METADATA_FILE, PairModel
 
     folder: Path = args.model
     onnx = export(folder)

@@ -1,4 +1,4 @@
-"""What training and exporting the pair model share: where it ships, how many held-out pairs fit its calibration,
+"""What training and exporting the pair model share: where it is written, how many held-out pairs fit its calibration,
 and the isotonic fit and report on them. Both `training.train_pair_model` and `training.export_pair_model` import
 it, so neither imports the other."""
 
@@ -13,9 +13,10 @@ import numpy as np
 
 from training import judge_data as tv
 from training import pair_data
+from training.judge.pair_model import trained_pair_dir
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "index" / "data" / "pair"
+OUT = trained_pair_dir()
 CALIB_PAIRS = 2500  # held-out pairs scored (both orders) for the calibration; more costs minutes on a busy CPU
 
 

@@ -1,4 +1,4 @@
-"""Train the shipped judge prior (index/data/judge/; see docs/judge.md).
+"""Train the judge prior into training/judge/models/judge/ (docs/learned-veto.md: the product no longer ships it).
 
 Labelled pairs come from our dev splits (`datasets/pairs-dev.jsonl`, `datasets/conv-dev.jsonl`), licence-cleared
 public sets read at run time from ../shared/datasets (never copied into the repo) and hard pairs generated
@@ -29,19 +29,19 @@ import numpy as np
 
 from eval.datasets import load_pairs
 from eval.sweep import comparable_keys
-from index.judge.features import FEATURE_NAMES, MISSING, JudgeInput, feature_matrix
-from index.judge.fit import TrainingPlan, calibrate, train
-from index.judge.model import (
+from index.request.keys import ContextMatch
+from training import judge_data as tv
+from training.judge.features import FEATURE_NAMES, MISSING, JudgeInput, feature_matrix
+from training.judge.fit import TrainingPlan, calibrate, train
+from training.judge.model import (
     CONFIDENCE,
     Calibration,
     Judge,
     false_hit_upper,
     save_judge,
-    shipped_judge_dir,
+    trained_judge_dir,
     version_of,
 )
-from index.request.keys import ContextMatch
-from training import judge_data as tv
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -200,10 +200,10 @@ def families(intents: Path) -> dict[str, str]:
 
 def trace_rows(inputs: tv.Inputs, path: Path, vectors: Vectors, family: dict[str, str], k: int = 5) -> list[Row]:
     """The dev part of a replay trace as a gateway meets it: each request against the top K earlier distinct
-    prompts at or above the floor (ranks and margins as `index.match.learned` computes them), labelled by intent.
+    prompts at or above the floor (ranks and margins as `training.judge.learned` computes them), labelled by intent.
     Test parts are never read (their intents are disjoint: the traces split by intent family)."""
     from eval.datasets import load_stream
-    from index.match.learned import margins
+    from training.judge.learned import margins
 
     inputs.read_bytes(path)
     requests = [r for r in load_stream(path) if r.part == "dev"]
@@ -229,7 +229,7 @@ def intent_rows(inputs: tv.Inputs, trace: Path, intents: Path, vectors: Vectors,
     """Every wording of the trace's dev intents against its K nearest wordings of other dev intents' and its own
     (as if all were cached), labelled by intent: paraphrases of many styles and near-twin intents."""
     from eval.datasets import load_stream
-    from index.match.learned import margins
+    from training.judge.learned import margins
 
     inputs.read_bytes(intents)
     dev = {r.intent for r in load_stream(trace) if r.part == "dev"}
@@ -302,7 +302,7 @@ def report(judge: Judge, calib: list[Row], x: np.ndarray) -> dict[str, object]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=shipped_judge_dir())
+    parser.add_argument("--out", type=Path, default=trained_judge_dir())
     parser.add_argument("--dev", type=Path, default=PAIRS_DEV)
     parser.add_argument("--conv", type=Path, default=CONV_DEV)
     parser.add_argument("--paws", type=int, default=3000)

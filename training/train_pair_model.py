@@ -1,6 +1,6 @@
 """Train the pair model: a cross-encoder from the bundled all-MiniLM-L6-v2 on training/pair_data.py's pairs.
 
-Writes index/data/pair/ (only what fine-tuning changed: the first layers and the head in float16; the word
+Writes training/judge/models/pair/ (only what fine-tuning changed: the first layers and the head in float16; the word
 embeddings are read from the bundled model at run time) with metadata.json: seed, data hashes, licences,
 steps, the machine that produced it, and the isotonic calibration fitted on the held-out calib split.
 
@@ -157,7 +157,7 @@ def ship(out: Path, model: object, cfg: Config, cal: tuple[list[float], list[flo
     from safetensors.torch import save_file
 
     from index.embedding.embedder import bundled_model_path
-    from index.judge.pair_model import (
+    from training.judge.pair_model import (
         CONFIG_FILE,
         KIND,
         METADATA_FILE,
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    import index.judge.pair_model  # noqa: F401  (imported now: ship() needs it after a long run)
+    import training.judge.pair_model  # noqa: F401  (imported now: ship() needs it after a long run)
 
     torch.set_num_threads(cfg.threads)
     data = pair_data.build(pair_data.Plan())

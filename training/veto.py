@@ -1,13 +1,14 @@
 """Recipe: the learned veto's stack, refitted on real public pairs (`python -m training.veto`).
 
-The guarded rule vetoes a candidate above the cosine threshold when P(same answer) < `DEJA_VETO_BELOW`, where P is
-the logistic stack (`index.judge.pair_calibration.Combination`) of the judge's P, the pair model's P and the cosine.
+The learned veto (removed from the product, kept here: `training.judge.learned`) vetoed a candidate above the
+cosine threshold when P(same answer) < its bar (0.6), where P is the logistic stack
+(`training.judge.pair_calibration.Combination`) of the judge's P, the pair model's P and the cosine.
 This recipe refits the stack's four numbers on the pairs of `training.veto_data` whose cosine reaches `--floor`
 (the only pairs a veto ever reads), each source weighted alike and ours a minority, with the judge read as for a
 lone candidate (rank and margin are not features of the veto: they move with how full the cache is). It prints
-the fit, the pairs used and the time it took (`--out FILE` also writes them as JSON). Nothing is written to
-`index/data/`: the refit did not earn a place (docs/judge.md "The learned veto on real traffic"); to try one, pass
-its four numbers to `python -m training.veto_check --stack`.
+the fit, the pairs used and the time it took (`--out FILE` also writes them as JSON). Nothing is written beside
+the pair model: the refit did not earn a place (docs/learned-veto.md); to try one, pass its four numbers to
+`python -m training.veto_check --stack`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from index.judge.pair_model import PAIR_CLIP
+from training.judge.pair_model import PAIR_CLIP
 from training.veto_data import TrainingPair, VetoData, held_out, training_pairs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,9 +56,9 @@ def stack_inputs(judge_p: Floats, pair_p: Floats, cosine: Floats) -> Floats:
 def score(pairs: list[TrainingPair], floor: float) -> Scored:
     """Embed, keep the pairs at or above `floor`, and read the judge (as a lone candidate) and the pair model."""
     from eval.embedding import EmbedderName, make_embedder
-    from index.judge.features import JudgeInput
-    from index.judge.model import load_judge
-    from index.judge.pair_model import PairModel
+    from training.judge.features import JudgeInput
+    from training.judge.model import load_judge
+    from training.judge.pair_model import PairModel
 
     texts = sorted({t for p in pairs for t in (p.cached, p.query)})
     vectors = make_embedder(EmbedderName.MINILM_ONNX).embed(texts)

@@ -4,7 +4,7 @@ Scores the same labelled pairs (LangCache and our pairs at cosine >= 0.85) with 
 candidate, and as if the cache held near neighbours (rank 0 with a shrinking margin over the next candidate, rank
 1 and 2 just below the best), and counts the same-answer pairs the judge alone would veto below 0.6. A veto that
 reads rank and margin vetoes more right answers as the cache fills, which is why the guarded rule reads every
-candidate as a lone one (`index.match.guarded.learned_probability`).
+candidate as a lone one (`training.judge.learned.learned_probability`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import numpy as np
 from eval.embedding import EmbedderName, make_embedder
 from eval.sources import langcache, ours
 from eval.sweep import score_pairs
-from index.judge.features import MISSING, JudgeInput
-from index.judge.model import load_judge
+from training.judge.features import MISSING, JudgeInput
+from training.judge.model import load_judge
 
 ROOT = Path(__file__).resolve().parent.parent
 PLACES = ((0, MISSING), (0, 0.10), (0, 0.03), (0, 0.01), (0, 0.0), (1, -0.005), (2, -0.01))

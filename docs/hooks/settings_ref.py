@@ -1,5 +1,6 @@
-"""MkDocs hook: the settings reference is generated from `Settings` at build time (never a hand-kept copy).
-`render()` is also what the unit test reads, so every field's `DEJA_<NAME>` is checked against the model."""
+"""MkDocs hook: the settings reference is generated from `Settings` at build time (never a hand-kept copy), and
+so is the list of retired settings (`index.settings.RETIRED`). `render()` is also what the unit test reads, so every
+field's `DEJA_<NAME>` is checked against the model."""
 
 from __future__ import annotations
 
@@ -12,12 +13,12 @@ ROOT = Path(__file__).resolve().parents[2]
 MARKER = "<!-- settings-reference -->"
 
 
-def _settings_class() -> Any:
+def _settings_module() -> Any:
     if str(ROOT) not in sys.path:  # mkdocs loads hooks by path; the project's packages live at the root
         sys.path.insert(0, str(ROOT))
-    from index.settings import Settings
+    import index.settings
 
-    return Settings
+    return index.settings
 
 
 def _default(field: Any) -> str:
@@ -38,11 +39,18 @@ def _cell(text: str) -> str:
 
 
 def render() -> str:
-    """One Markdown table row per `Settings` field: the variable, its default and its description."""
-    settings = _settings_class()
+    """One Markdown table row per `Settings` field (the variable, its default and its description), then one per
+    retired setting (accepted at start-up and ignored with a warning, or read as the setting it was renamed to)."""
+    module = _settings_module()
     rows = ["| variable | default | meaning |", "|---|---|---|"]
-    for name, field in settings.model_fields.items():
+    for name, field in module.Settings.model_fields.items():
         rows.append(f"| `DEJA_{name.upper()}` | {_cell(_default(field))} | {_cell(field.description or '')} |")
+    rows += ["", "**Retired settings.** An old deployment that still sets one starts; the log names each once.", "",
+             "| variable | now |", "|---|---|"]
+    for name, retired in module.RETIRED.items():
+        now = (f"read as `DEJA_{retired.renamed_to.upper()}` ({retired.why})" if retired.renamed_to
+               else f"ignored: {retired.why}")
+        rows.append(f"| `DEJA_{name.upper()}` | {_cell(now)} |")
     return "\n".join(rows) + "\n"
 
 

@@ -8,7 +8,7 @@ clipped form ("dicts" / "dictionaries") are one word.
 Everything else counts as content: nouns, verbs, adjectives, numbers, pronouns ("my" vs "your"), prepositions
 ("to" vs "from", "before" vs "after"), negations, wh-words, tense and most modals. So an action and its opposite,
 a sibling option, another value, an inverted order or a negation is never "the same content"; those are for the
-judge to weigh. Pure functions over `index.guards.text`; microseconds per pair.
+other steps to weigh. Pure functions over `index.guards.text`; microseconds per pair.
 """
 
 from __future__ import annotations

@@ -142,7 +142,7 @@ class PolarityStage:
         return self.findings(query, cached).result(self.name)
 
     def findings(self, query: str, cached: str) -> PolarityFindings:
-        """What differs in polarity between the prompts (the judge reads the counts; `check` the verdict)."""
+        """What differs in polarity between the prompts (`check` reads the verdict)."""
         q, c = self._parse(query), self._parse(cached)
         flips = self._flips(q, c)
         extra = len(q.negations) - len(c.negations)

@@ -1,6 +1,5 @@
 """The guard stage interface: a pure check of a (query, cached) prompt pair. In the step `rules` of the decision
-(`index.match.steps`) a failed check vetoes the hit; the judge reads the same rules as features
-(`index.judge.features`). Stages are built by name in `index.guards.registry`.
+(`index.match.steps`) a failed check vetoes the hit. Stages are built by name in `index.guards.registry`.
 """
 
 from __future__ import annotations

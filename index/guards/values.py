@@ -85,7 +85,7 @@ class ValueStage:
         return self.findings(query, cached).result(self.name)
 
     def findings(self, query: str, cached: str) -> ValueFindings:
-        """The value slots that differ between the prompts (the judge reads the counts; `check` the verdict)."""
+        """The value slots that differ between the prompts (`check` reads the verdict)."""
         q, c = self._side(query), self._side(cached)
         only_q, only_c = _loosely_paired(_unmatched(q, c), _unmatched(c, q))
         strong = [v for v in (*only_q, *only_c) if v.strong]

@@ -10,16 +10,12 @@ of the list that reads only the cosine and the rules.
 from __future__ import annotations
 
 import dataclasses
-import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from index.guards.registry import context_stages
 from index.guards.stages import Stage
-from index.judge.features import EntryHistory
 from index.match.conversation import ContextRule, default_rule
-from index.match.explore import Exploration
-from index.match.learned import JudgeModel, LearnedScores, PairReader, margins
 from index.match.outcome import Candidate, Decision, Reason
 from index.match.policy import MatchPolicy
 from index.match.steps import (
@@ -35,23 +31,15 @@ from index.match.steps import (
     served,
 )
 
-OFF = Exploration(rate=0.0)
-
 
 @dataclass(frozen=True)
 class Deciders:
     """What decides besides the policy: the rule stages (`context_stages` run over two conversations' contexts),
-    the learned scores (the judge, stacked with the pair model; None = no learned veto), exploration and its
-    random draw (uniform in [0, 1); tests inject a fixed one), the context rule and the remembered differences."""
+    the context rule and the remembered differences."""
 
     stages: tuple[Stage, ...] = ()
     # None = the prompt stages plus the alignment check (`index.guards.registry.context_stages`).
     context_stages: tuple[Stage, ...] | None = None
-    judge: JudgeModel | None = None
-    exploration: Exploration = OFF
-    draw: Callable[[], float] = field(default=random.random)
-    # The pair model stacked with the judge (`index.judge.pair_model.load_pair_stage`); None = the judge alone.
-    pair: PairReader | None = None
     # The context rule a conversation candidate must pass (`index.match.conversation`).
     conversation: ContextRule = field(default_factory=default_rule)
     # Differences the namespace's labels remember (`index.match.differences`); None = none.
@@ -73,7 +61,6 @@ def decide(
     policy: MatchPolicy,
     deciders: Deciders,
     query_context: str | None = None,
-    histories: Mapping[int, EntryHistory] | None = None,
     namespace: str = "",
 ) -> Decision:
     """Decide over `candidates` (most similar first). `Decision.chosen` indexes the served candidate on a hit,
@@ -82,26 +69,22 @@ def decide(
     if not candidates:
         return Decision(Reason.NO_CANDIDATE, float("nan"))
     steps = steps_of(policy)
-    scores = LearnedScores(deciders.judge if policy.guarded else None, deciders.pair, policy.veto_below, histories)
-    setup = Setup(policy, deciders.stages, deciders.over_contexts, scores, deciders.conversation,
-                  deciders.exploration, deciders.draw, deciders.differences, namespace)
+    setup = Setup(policy, deciders.stages, deciders.over_contexts, deciders.conversation, deciders.differences,
+                  namespace)
     window, rest = steps[0], steps[1:]
     trail = Trail()
-    pairs = [Pair(query, query_context, c, 0, 0.0) for c in candidates]
+    pairs = [Pair(query, query_context, c) for c in candidates]
     past = [window.run(pair, setup, trail) for pair in pairs]
     readable = [i for i, d in enumerate(past) if d is None]
     if not readable:
         beyond = past[0]
         assert beyond is not None
         return dataclasses.replace(beyond, chosen=0)
-    # Ranks and margins (features of the learned scores) count the readable candidates only.
-    margin = margins([candidates[i].similarity for i in readable])
     first: Decision | None = None
     near: Decision | None = None
-    for rank, index in enumerate(readable):
-        pair = dataclasses.replace(pairs[index], rank=rank, margin=margin[rank])
-        decision = dataclasses.replace(_run(pair, setup, rest), chosen=index)
-        if decision.reason in (Reason.HIT, Reason.EXPLORED):
+    for index in readable:
+        decision = dataclasses.replace(_run(pairs[index], setup, rest), chosen=index)
+        if decision.hit:
             return decision
         first = first or decision
         near = near or (decision if decision.would_serve else None)
@@ -121,7 +104,5 @@ def _run(pair: Pair, setup: Setup, steps: Sequence[Step]) -> Decision:
             continue
         if not trail.below:
             return decision
-        if decision.reason is Reason.EXPLORED:  # exploration is not a veto: it would have been served
-            return near_miss(pair, setup, trail)
         return Decision(Reason.BELOW_THRESHOLD, pair.candidate.similarity)
-    return near_miss(pair, setup, trail) if trail.below else served(pair, setup, trail, COSINE)
+    return near_miss(pair, trail) if trail.below else served(pair, trail, COSINE)

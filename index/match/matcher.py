@@ -4,7 +4,7 @@ command decide through it, live state included, so a replay decides a trace as t
 
 In order: the namespace's policy (the prior, a threshold stored for the namespace, then its learned thresholds) ->
 `index.match.decide`, which runs every candidate through the steps of `index.match.steps` (window, gates,
-same-content override, threshold, rule stages, context, learned veto, remembered difference, exploration).
+same-content override, threshold, rule stages, context, remembered difference).
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from index.judge.features import EntryHistory
 from index.match.decide import Deciders, decide
-from index.match.learned import JudgeModel, PairReader
 from index.match.outcome import Candidate, Decision, Kind
 from index.match.policy import MatchPolicy
 from index.match.steps import RememberedDifferences
@@ -77,8 +75,8 @@ def _clip(similarity: float) -> float:
 
 
 class Matcher:
-    """The decision with its live state: the per-namespace policies, the deciders (stages, judge, pair model,
-    exploration) and the remembered differences. Thread-safe to read; the judge in force is swapped whole."""
+    """The decision with its live state: the per-namespace policies, the deciders (the rule stages, the context
+    rule) and the remembered differences. Thread-safe to read."""
 
     def __init__(self, policy: MatchPolicy, deciders: Deciders | None = None,
                  differences: RememberedDifferences | None = None,
@@ -98,15 +96,11 @@ class Matcher:
     def deciders(self) -> Deciders:
         return self._deciders
 
-    def swap_judge(self, judge: JudgeModel | None, pair: PairReader | None) -> None:
-        """Put another judge (and pair model) in force; a request sees either the old pair or the new one."""
-        self._deciders = dataclasses.replace(self._deciders, judge=judge, pair=pair)
-
     def policy_for(self, namespace: str) -> MatchPolicy:
         return self.namespaces.policy_for(namespace)
 
     def decide(self, query: str, candidates: Sequence[Candidate], namespace: str, query_context: str | None = None,
-               histories: Mapping[int, EntryHistory] | None = None, policy: MatchPolicy | None = None) -> Decision:
+               policy: MatchPolicy | None = None) -> Decision:
         """Decide over `candidates` (most similar first) with `policy` (default: the namespace's)."""
         policy = policy or self.policy_for(namespace)
-        return decide(query, candidates, policy, self._deciders, query_context, histories, namespace)
+        return decide(query, candidates, policy, self._deciders, query_context, namespace)

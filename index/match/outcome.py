@@ -9,9 +9,6 @@ from typing import Any
 from index.guards.stages import StepResult
 from index.records import CachedResponse, QueryVectors, Verdict
 
-# The line a decision's learned P adds to the logged stages (the step `learned` of `index.match.steps`).
-LEARNED_STAGE = "learned"
-
 
 @dataclass(frozen=True)
 class Candidate:
@@ -46,8 +43,6 @@ class Reason(StrEnum):
     BELOW_THRESHOLD = "below_threshold"
     CONTEXT_BELOW_THRESHOLD = "context_below_threshold"
     VETOED = "vetoed"
-    # A would-be hit the learned score doubted went upstream instead, to be labelled (exploration).
-    EXPLORED = "explored"
     # No candidate at or above the decision log's floor.
     NO_CANDIDATE = "no_candidate"
     # A prompt (or context) runs past the embedder's window and the two texts differ: their vectors cannot tell
@@ -63,22 +58,15 @@ class Decision:
     """Outcome of `index.match.decide`. `chosen` indexes the candidates decided (the served one on a hit, else
     the best one, None without candidates). `vetoed_by` names the vetoing step (`<stage>@context` for a
     context check) and is set only when `reason` is `VETOED`; `stages` holds what the steps found, in the order
-    they ran. A decision that read the learned scores carries its `probability`, the veto's `bar` and the scorers'
-    `version`."""
+    they ran."""
 
     reason: Reason
     similarity: float
     vetoed_by: str | None = None
     stages: tuple[StepResult, ...] = field(default_factory=tuple)
     chosen: int | None = None
-    probability: float | None = None
-    bar: float | None = None
-    version: str | None = None
-    max_false_hit_rate: float | None = None
     # What the hit rests on: "cosine", or "same content" (a plain rewording, `index.guards.form`).
     basis: str | None = None
-    # Candidates the pair model read for this decision (0 when the judge's P settled the learned veto).
-    pair_read: int = 0
     # The chosen candidate is served, or would be at a threshold at its cosine, on the cosine alone (every other
     # step passed; a plain rewording served on its content is not): the evidence of the threshold it rests on.
     would_serve: bool = False
@@ -92,23 +80,6 @@ class Decision:
     @property
     def hit(self) -> bool:
         return self.reason is Reason.HIT
-
-    def note(self) -> str:
-        """One line for the decision log: the scorers' version, the learned P and the veto's bar ('' without a P)."""
-        if self.probability is None or self.bar is None:
-            return ""
-        bar = "never" if self.bar == float("inf") else f"{self.bar:.3f}"
-        basis = f" basis={self.basis.replace(' ', '-')}" if self.basis else ""
-        return f"{self.version} p={self.probability:.3f} bar={bar} budget={self.max_false_hit_rate:g}{basis}"
-
-    def logged_stages(self) -> tuple[StepResult, ...]:
-        """What the decision log and label page show: the steps' results, plus the learned P's line where it was
-        read (the `learned` step's own veto already carries it)."""
-        if self.probability is None or self.vetoed_by == LEARNED_STAGE:
-            return self.stages
-        learned = StepResult(LEARNED_STAGE, self.reason in (Reason.HIT, Reason.EXPLORED), self.note(),
-                              self.probability)
-        return (*self.stages, learned)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from index.guards.stages import STAGE_ORDER
-from index.judge.model import check_budget
 from index.match.outcome import Kind
 from index.request.keys import DEFAULT_MAX_DECISION_CHARS, ContextMatch
 
@@ -19,13 +18,6 @@ DEFAULT_MIN_SIMILARITY = 0.90
 # The guarded rule's cosine threshold (the default decision): the lowest at which wrong / served stays within the
 # 2% budget on every dev source (Redis LangCache, our pairs-dev and stream), chosen with `python -m eval panel`.
 DEFAULT_GUARDED_MIN_SIMILARITY = 0.92
-# Guarded rule: a learned P(same answer) below this vetoes a candidate the cosine supports. 0 = no learned veto
-# (the default): on real users' questions the learned scores cost correct answers (OSSChat 3.1 points, QQP 2.5-2.9
-# at 0.92) and remove almost no wrong ones; `python -m training.veto_check`, docs/judge.md "The learned veto".
-DEFAULT_VETO_BELOW = 0.0
-# The bar the learned veto was fitted for, for a deployment that opts in (`DEJA_VETO_BELOW=0.6`) and the panel's
-# veto-on columns.
-LEARNED_VETO_BELOW = 0.6
 DEFAULT_MIN_CONTEXT_SIMILARITY = 0.70
 # The cold-start threshold of a changed slot (`index.guards.slots`: one word swapped for one WordNet does not call
 # the same): 1.0, never served, until the namespace's own labels of its slot candidates (near misses, labelled for
@@ -40,8 +32,8 @@ DEFAULT_ALTERNATIVE_MIN_SIMILARITY = 1.0
 # threshold are near misses whose labels are the evidence (`index.match.live_threshold`).
 DEFAULT_LEARN_FLOOR = 0.80
 DEFAULT_MAX_FALSE_HIT_RATE = 0.02
-# Guarded mode: nearest candidates the decision reads per request (`DEJA_JUDGE_CANDIDATES`).
-DEFAULT_JUDGE_CANDIDATES = 5
+# Guarded mode: nearest candidates the decision reads per request (`DEJA_GUARDED_CANDIDATES`).
+DEFAULT_GUARDED_CANDIDATES = 5
 # Nearest neighbours read and decided per semantic lookup in threshold mode (`DEJA_CANDIDATES`).
 DEFAULT_CANDIDATES = 3
 # Candidates at or above this similarity are decided and logged even below the threshold (`DEJA_DECISION_LOG_FLOOR`).
@@ -51,8 +43,8 @@ DEFAULT_AUDIT_RATE = 0.01
 
 
 class DecisionMode(StrEnum):
-    """How a candidate becomes a hit: `guarded` (the default: every step of `index.match.steps`, the learned
-    scores as a veto only) or `threshold` (the steps that read only the cosine and the rule stages)."""
+    """How a candidate becomes a hit: `guarded` (the default: every step of `index.match.steps`) or `threshold`
+    (the steps that read only the cosine and the rule stages)."""
 
     GUARDED = "guarded"
     THRESHOLD = "threshold"
@@ -61,7 +53,7 @@ class DecisionMode(StrEnum):
 # Judge mode (the judge's P serving alone against a budget) was retired: on real traffic it served 24.2%
 # correct at 28.3% wrong (OSSChat). `DEJA_DECISION=judge` stops start-up with this line.
 RETIRED_JUDGE_MODE = ("'judge' was retired (the judge alone served 28% wrong answers on real traffic); use "
-                      "'guarded' (the default: the cosine serves, the learned scores veto) or 'threshold'")
+                      "'guarded' (the default: the cosine serves, the rules veto) or 'threshold'")
 
 
 @dataclass(frozen=True)
@@ -73,9 +65,9 @@ class MatchPolicy:
     `STAGE_ORDER`.
 
     `decision` = guarded (the default, as in `Settings`): every step of `index.match.steps` over the
-    `judge_candidates` most similar candidates: `min_similarity` is the cosine threshold (`conversation_threshold`
-    for a conversation's last message), the stages and the learned P (below `veto_below`, when a judge is given)
-    veto, a plain rewording is served at any cosine. `decision` = threshold: the steps that read only the cosine
+    `guarded_candidates` most similar candidates: `min_similarity` is the cosine threshold (`conversation_threshold`
+    for a conversation's last message), the gates, the stages and the remembered differences veto, a plain
+    rewording is served at any cosine. `decision` = threshold: the steps that read only the cosine
     and the stages. `max_false_hit_rate` is the budget (wrong ÷ served) each namespace's learned thresholds are
     held to (`index.match.live_threshold`).
     """
@@ -86,12 +78,10 @@ class MatchPolicy:
     context_match: ContextMatch = ContextMatch.SEMANTIC
     decision: DecisionMode = DecisionMode.GUARDED
     max_false_hit_rate: float = DEFAULT_MAX_FALSE_HIT_RATE
-    judge_candidates: int = DEFAULT_JUDGE_CANDIDATES
+    guarded_candidates: int = DEFAULT_GUARDED_CANDIDATES
     conversation_threshold: float = DEFAULT_MIN_SIMILARITY
     # Characters of a prompt or context the decision reads at most; longer pairs are never served (index.guards.safety).
     max_decision_chars: int = DEFAULT_MAX_DECISION_CHARS
-    # Guarded mode: a learned P(same answer) below this vetoes a candidate above the cosine threshold.
-    veto_below: float = DEFAULT_VETO_BELOW
     # Guarded mode: candidates from here up to the threshold go through every other step, as near misses.
     learn_floor: float = DEFAULT_LEARN_FLOOR
     # Guarded mode: the cosine threshold of a single-turn candidate whose prompt changes a slot (never below
@@ -109,11 +99,10 @@ class MatchPolicy:
         unknown = [name for name in self.stages if name not in STAGE_ORDER]
         if unknown:
             raise ValueError(f"unknown stage {unknown[0]!r}; known: {', '.join(STAGE_ORDER)}")
-        check_budget(self.max_false_hit_rate)
-        if self.judge_candidates < 1:
-            raise ValueError(f"judge_candidates must be >= 1, got {self.judge_candidates}")
-        if not 0.0 <= self.veto_below <= 1.0:
-            raise ValueError(f"veto_below must be a probability in [0, 1], got {self.veto_below}")
+        if not 0.0 < self.max_false_hit_rate < 1.0:
+            raise ValueError(f"max false-hit rate must be in (0, 1), got {self.max_false_hit_rate}")
+        if self.guarded_candidates < 1:
+            raise ValueError(f"guarded_candidates must be >= 1, got {self.guarded_candidates}")
         if self.max_decision_chars < 1:
             raise ValueError(f"max_decision_chars must be >= 1, got {self.max_decision_chars}")
 
@@ -142,22 +131,16 @@ class MatchPolicy:
 
     @property
     def guarded(self) -> bool:
-        """The cosine decides and the learned scores may only veto (guarded mode, the default)."""
+        """Every step decides: the cosine serves and the gates, rules and remembered differences veto (guarded mode,
+        the default)."""
         return self.decision is DecisionMode.GUARDED
-
-    @property
-    def reads_judge(self) -> bool:
-        """The decision reads the learned scores: guarded mode with the learned veto on (`veto_below` > 0); only
-        then is a judge (and the pair model) loaded and the entries' label histories read."""
-        return self.guarded and self.veto_below > 0.0
 
     def describe(self) -> str:
         """One line: what serves a semantic hit under this policy."""
         guards = ", ".join(self.stages) or "none"
         if self.guarded:
-            veto = f"learned veto below P {self.veto_below:g}" if self.veto_below > 0.0 else "no learned veto"
-            return (f"guarded: cosine >= {self.min_similarity:g} (a plain rewording at any cosine), guards {guards}, "
-                    f"{veto}; conversations: cosine >= {self.conversation_threshold:g}")
+            return (f"guarded: cosine >= {self.min_similarity:g} (a plain rewording at any cosine), guards {guards}; "
+                    f"conversations: cosine >= {self.conversation_threshold:g}")
         return f"threshold: cosine >= {self.min_similarity:g}, guards {guards}"
 
     def for_request(self, conversation: bool) -> MatchPolicy:

@@ -4,14 +4,14 @@ with a miss or a veto named after the step (the name `X-Deja-Veto` and the decis
 runs the list; the manual's "how a hit is decided" is checked against it (`tests/unit/test_manual.py`).
 
 all-MiniLM-L6-v2 was trained on about a billion real pairs; on real users' questions its cosine, with the rule
-vetoes, is far better calibrated than the learned scores, which give P 0.99 to a definition and a task about the
-same entity. So the cosine serves and the learned scores only veto.
+vetoes, is better calibrated than the learned scores we fitted, which gave P 0.99 to a definition and a task about
+the same entity: the cosine serves and only rules (and the namespace's own labels) veto. The learned veto was
+measured and removed (docs/learned-veto.md).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -22,8 +22,6 @@ from index.guards.safety import pair_veto
 from index.guards.slots import changed_slot
 from index.guards.stages import Stage, StepResult
 from index.match.conversation import ContextRule
-from index.match.explore import Exploration
-from index.match.learned import LearnedScores, learned_probability
 from index.match.outcome import Candidate, Decision, Kind, Reason
 from index.match.policy import MatchPolicy
 from index.match.window import beyond_resolution, differs_past_window
@@ -43,14 +41,12 @@ class RememberedDifferences(Protocol):
 
 @dataclass(frozen=True)
 class Pair:
-    """One candidate as the steps read it: the request, the candidate, its rank among the readable candidates and
-    its cosine margin over the best other one (features of the learned scores)."""
+    """One candidate as the steps read it: the request (its last message and, for a conversation, its relevant
+    context) and the candidate."""
 
     query: str
     query_context: str | None
     candidate: Candidate
-    rank: int
-    margin: float
 
     @property
     def single_turn(self) -> bool:
@@ -67,16 +63,12 @@ class Pair:
 @dataclass(frozen=True)
 class Setup:
     """What the steps read besides the pair: the request's policy (thresholds already moved for the namespace
-    and for a conversation), the rule stages, the learned scores, the context rule, the remembered differences
-    and exploration with its random draw."""
+    and for a conversation), the rule stages, the context rule and the remembered differences."""
 
     policy: MatchPolicy
     stages: tuple[Stage, ...]
     context_stages: tuple[Stage, ...]
-    scores: LearnedScores
     context_rule: ContextRule
-    exploration: Exploration
-    draw: Callable[[], float]
     differences: RememberedDifferences | None = None
     namespace: str = ""
 
@@ -87,8 +79,6 @@ class Trail:
     the threshold but at or above the learning floor, so it goes on through the other steps as a near miss."""
 
     results: list[StepResult] = field(default_factory=list)
-    probability: float | None = None
-    pair_read: int = 0
     below: bool = False
     # The kind of difference the candidate shows (the step `slot` sets it): whose threshold and evidence it is.
     kind: Kind = Kind.COSINE
@@ -112,18 +102,16 @@ def vetoed(pair: Pair, trail: Trail, name: str, reason: str) -> Decision:
     return Decision(Reason.VETOED, pair.candidate.similarity, vetoed_by=name, stages=tuple(trail.results))
 
 
-def served(pair: Pair, setup: Setup, trail: Trail, basis: str, reason: Reason = Reason.HIT) -> Decision:
-    """A hit (or an explored would-be hit) with what the learned veto read."""
-    scores = setup.scores
-    return Decision(reason, pair.candidate.similarity, stages=tuple(trail.results), probability=trail.probability,
-                    bar=scores.veto_below, version=scores.version, max_false_hit_rate=setup.policy.max_false_hit_rate,
-                    basis=basis, pair_read=trail.pair_read, would_serve=basis == COSINE, kind=trail.kind)
+def served(pair: Pair, trail: Trail, basis: str) -> Decision:
+    """A hit, with what it rests on (`basis`) and the kind of difference its candidate shows."""
+    return Decision(Reason.HIT, pair.candidate.similarity, stages=tuple(trail.results), basis=basis,
+                    would_serve=basis == COSINE, kind=trail.kind)
 
 
-def near_miss(pair: Pair, setup: Setup, trail: Trail) -> Decision:
+def near_miss(pair: Pair, trail: Trail) -> Decision:
     """A single-turn candidate below the threshold that every other step passed: it would be served at a threshold
     at its cosine, the evidence that can lower the namespace's threshold (`index.match.live_threshold`)."""
-    return dataclasses.replace(served(pair, setup, trail, COSINE), reason=Reason.BELOW_THRESHOLD)
+    return dataclasses.replace(served(pair, trail, COSINE), reason=Reason.BELOW_THRESHOLD)
 
 
 @dataclass(frozen=True)
@@ -184,7 +172,7 @@ class SameContent:
 
     def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
         if pair.single_turn and same_content(pair.query, pair.candidate.prompt):
-            return served(pair, setup, trail, SAME_CONTENT)
+            return served(pair, trail, SAME_CONTENT)
         return None
 
 
@@ -295,31 +283,11 @@ class Context:
 
 
 @dataclass(frozen=True)
-class Learned:
-    name: str = "learned"
-    summary: str = ("the learned P(same answer) of a single-turn pair (the judge stacked with the pair model, "
-                    "which runs only where it can move P across the bar) below `DEJA_VETO_BELOW` (0.6) vetoes")
-
-    def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
-        if not pair.single_turn:
-            return None
-        scores = setup.scores
-        p, read = learned_probability(pair.query, pair.candidate, pair.rank, pair.margin, scores)
-        trail.probability, trail.pair_read = p, int(read)
-        if p is None or p >= scores.veto_below:
-            return None
-        reason = f"{scores.version}: P(same answer) {p:.3f} < {scores.veto_below:g}"
-        trail.results.append(StepResult(self.name, False, reason, p))
-        return Decision(Reason.VETOED, pair.candidate.similarity, vetoed_by=self.name, stages=tuple(trail.results),
-                        probability=p, bar=scores.veto_below, version=scores.version,
-                        max_false_hit_rate=setup.policy.max_false_hit_rate, pair_read=trail.pair_read)
-
-
-@dataclass(frozen=True)
 class Difference:
     name: str = "difference"
     summary: str = ("a difference the namespace's labels remember between the two prompts (`index.match."
-                    "differences`) vetoes, never over a plain rewording")
+                    "differences`) vetoes, never over a plain rewording; a candidate that passes every step is "
+                    "served")
 
     def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
         if setup.differences is None:
@@ -328,28 +296,12 @@ class Difference:
         if same_content(query, cached) or setup.differences.veto(setup.namespace, query, cached) is None:
             return None
         trail.results.append(StepResult(self.name, False, "labelled wrong before in this namespace"))
-        return Decision(Reason.VETOED, pair.candidate.similarity, vetoed_by=self.name, stages=tuple(trail.results),
-                        probability=trail.probability, bar=setup.scores.veto_below, version=setup.scores.version,
-                        max_false_hit_rate=setup.policy.max_false_hit_rate, pair_read=trail.pair_read)
-
-
-@dataclass(frozen=True)
-class Explore:
-    name: str = "explore"
-    summary: str = ("a hit the learned P doubts (within the lower half of the range above `DEJA_VETO_BELOW`) "
-                    "goes upstream at `DEJA_EXPLORE_RATE` to be labelled: `explored`, a miss; every other "
-                    "candidate that reaches here is served")
-
-    def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
-        p, exploration, bar = trail.probability, setup.exploration, setup.scores.veto_below
-        if p is not None and exploration.doubts(p, bar) and exploration.explores(p, bar, setup.draw()):
-            return served(pair, setup, trail, COSINE, Reason.EXPLORED)
-        return None
+        return Decision(Reason.VETOED, pair.candidate.similarity, vetoed_by=self.name, stages=tuple(trail.results))
 
 
 # The decision, in order (`DEJA_DECISION=guarded`, the default).
 STEPS: tuple[Step, ...] = (Window(), Contrast(), Order(), Safety(), SameContent(), Slot(), Threshold(),
-                           ContextThreshold(), Rules(), Context(), Learned(), Difference(), Explore())
+                           ContextThreshold(), Rules(), Context(), Difference())
 # Threshold mode (`DEJA_DECISION=threshold`, the cosine rule `eval sweep` scores): the steps that read no more
 # than the cosine and the rule stages.
 THRESHOLD_ONLY = frozenset({"window", "safety", "slot", "cosine", "context cosine", "rules", "context", "difference"})

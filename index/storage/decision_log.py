@@ -18,9 +18,7 @@ from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, SQL
 
 from index.errors import StoreUnavailable, store_errors
 from index.guards.stages import StepResult
-from index.judge.features import EntryHistory
 from index.match.outcome import Reason
-from index.records import Verdict
 from index.storage.schema import decisions, labels, thresholds
 
 log = logging.getLogger("deja.decisions")
@@ -31,7 +29,8 @@ class LabelSource(StrEnum):
     SHADOW = "shadow"
     AUDIT = "audit"
     HUMAN = "human"
-    # A would-be hit the learned score doubted went upstream (exploration); its answer was compared.
+    # Labels of the retired exploration (a would-be hit the learned veto doubted, sent upstream): nothing writes
+    # them now, but a database may hold some, and they still resolve by precedence.
     EXPLORE = "explore"
 
 
@@ -78,8 +77,9 @@ class LabeledDecision:
     source: LabelSource
 
 
-# The miss reason the retired judge mode logged (its P below its bar); read back as a miss below the bar.
-RETIRED_BELOW_BAR = "judge_below_bar"
+# Miss reasons logged by decisions since retired, read back as a miss below the threshold: the judge mode's (its
+# P below its bar) and the learned veto's exploration (a would-be hit sent upstream, its `would_serve` kept).
+RETIRED_MISSES = frozenset({"judge_below_bar", "explored"})
 # Label sources by precedence (a decision with several labels takes the first): human > feedback > audit > ...
 PRECEDENCE = [LabelSource.HUMAN, LabelSource.FEEDBACK, LabelSource.AUDIT, LabelSource.EXPLORE,
                LabelSource.SHADOW]
@@ -100,7 +100,7 @@ def _outcome(column: str | None) -> tuple[Reason, str | None]:
     """(reason, vetoing stage) from the `vetoed_by` column."""
     if column is None:
         return Reason.HIT, None
-    if column == RETIRED_BELOW_BAR:
+    if column in RETIRED_MISSES:
         return Reason.BELOW_THRESHOLD, None
     if column in {r.value for r in Reason if r not in (Reason.HIT, Reason.VETOED)}:
         return Reason(column), None
@@ -198,21 +198,6 @@ class DecisionLog:
                  .order_by(decisions.c.created_at.desc()).limit(limit))
         with store_errors("read pending decisions"), self.engine.connect() as conn:
             return [_row_to_decision(r) for r in conn.execute(query).all()]
-
-    def entry_histories(self) -> dict[int, EntryHistory]:
-        """Per cached entry: how often it was served, and its decisions' labels (any decision that offered it,
-        each counted once by precedence) as same/different. The judge reads these as features."""
-        served_q = (select(decisions.c.entry_id, func.count()).where(decisions.c.verdict == Verdict.SEMANTIC_HIT.value)
-                    .group_by(decisions.c.entry_id))
-        with store_errors("read entry histories"), self.engine.connect() as conn:
-            served = {int(entry): int(n) for entry, n in conn.execute(served_q).all() if entry is not None}
-        tally: dict[int, list[int]] = {}
-        for item in self.labeled():
-            entry = item.decision.entry_id
-            if entry is not None:
-                tally.setdefault(entry, [0, 0])[0 if item.correct else 1] += 1
-        return {entry: EntryHistory(served.get(entry, 0), *tally.get(entry, [0, 0]))
-                for entry in served.keys() | tally.keys()}
 
     def label_counts(self) -> dict[str, dict[str, int]]:
         """{source: {"correct": n, "wrong": n}}."""

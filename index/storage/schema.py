@@ -108,18 +108,6 @@ thresholds = Table(
     Column("updated_at", Float, nullable=False),
 )
 
-judge_models = Table(
-    "deja_judge_models",
-    metadata,
-    Column("version", String(40), primary_key=True),
-    Column("model", LargeBinary, nullable=False),
-    Column("labels", Integer, nullable=False),
-    Column("note", Text, nullable=True),
-    Column("created_at", Float, nullable=False),
-    Column("applied_at", Float, nullable=True),
-    Column("active", Boolean, nullable=False, default=False),
-)
-
 # Labels of remembered differences (`index.match.differences`): one row per label, weighted by the labeller's
 # accuracy; every replica sums them (decayed by age) into the same evidence.
 difference_labels = Table(

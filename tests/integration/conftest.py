@@ -40,9 +40,8 @@ def base_env(stub: StubUpstream, data_dir: Path) -> dict[str, str]:
         "DEJA_UPSTREAM_READ_TIMEOUT": "1.5",
         "DEJA_ADMIN_TOKEN": "admin-secret",
         "DEJA_LOG_LEVEL": "warning",
-        # Exploration and audits send a random share of hits upstream in the background, where they land on the
-        # session's shared stub during a later test and break its call counts; their tests set them themselves.
-        "DEJA_EXPLORE_RATE": "0",
+        # Audits send a random share of hits upstream in the background, where they land on the session's shared
+        # stub during a later test and break its call counts; their tests set the rate themselves.
         "DEJA_AUDIT_RATE": "0",
     }
 

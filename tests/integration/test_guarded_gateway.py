@@ -41,7 +41,7 @@ def test_a_rewording_is_served_from_cache_at_the_defaults(gateway: GatewayProces
     first = chat(gateway.url, key, cached)
     again = chat(gateway.url, key, asked)
     assert again.headers["x-deja-cache"] == "hit-semantic"
-    assert "x-deja-probability" not in again.headers  # no learned score is read at the defaults
+    assert "x-deja-probability" not in again.headers  # no learned score is read
     assert again.json()["choices"][0]["message"]["content"] == first.json()["choices"][0]["message"]["content"]
     assert len(stub.state.chat_calls()) == 1
 

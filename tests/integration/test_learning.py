@@ -1,5 +1,5 @@
-"""Learning against an upstream whose answers vary, through a real gateway (uvicorn, MiniLM, the shipped judge, no
-label model): every hit is audited, each audit re-asks twice and compares the cached answer against how much the
+"""Learning against an upstream whose answers vary, through a real gateway (uvicorn, MiniLM, the default decision,
+no label model): every hit is audited, each audit re-asks twice and compares the cached answer against how much the
 fresh answers differ, so a closing sentence that changes every call is not taken for a wrong answer, and rewordings
 keep being served after many audits. The rewordings ("How do I X?" / "How should I X?") are not plain rewordings:
 they are served on their cosine, so a difference wrongly learned from their wording would veto the last one."""

@@ -1,5 +1,5 @@
 """Stateless replicas on one PostgreSQL + pgvector (`DEJA_VECTOR_INDEX=pgvector`): real uvicorn gateways, the real
-MiniLM and the default decision (the shipped judge, which serves these paraphrases), one database for all."""
+MiniLM and the default decision (which serves these paraphrases), one database for all."""
 
 from __future__ import annotations
 

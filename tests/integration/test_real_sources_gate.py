@@ -1,6 +1,6 @@
 """The promise on real traffic, kept by the suite: a seeded replay of every real-user source at Deja's defaults
-(`Settings()` as a fresh gateway builds it, the real MiniLM, the shipped judge and pair model), from a cold
-cache, fails when a source's wrong / served passes its target.
+(`Settings()` as a fresh gateway builds it, the real MiniLM), from a cold cache, fails when a source's wrong /
+served passes its target.
 
 The public sets are read where they lie (`DEJA_SHARED_DATASETS`, default `../shared/datasets` beside the
 checkout), never copied into the repository; without them the gate is skipped with the reason.
@@ -17,8 +17,6 @@ import pytest
 from eval.embedding import EmbedderName, make_embedder
 from eval.panel import DEFAULT, PanelReport, contenders, run_panel
 from eval.sources import Origin, Source, langcache, osschat, qqp
-from index.judge.model import load_judge
-from index.judge.pair_model import load_pair_stage
 from index.match.policy import DecisionMode, MatchPolicy
 from index.settings import Settings
 
@@ -33,7 +31,7 @@ def _real_sources() -> list[Source]:
 
 
 def _replayed(policy: MatchPolicy, sources: list[Source]) -> PanelReport:
-    default = contenders(policy, load_judge(), load_pair_stage())[0]
+    default = contenders(policy)[0]
     assert default.name == DEFAULT
     return run_panel(sources, make_embedder(EmbedderName.MINILM_ONNX), [default], policy.describe())
 

@@ -1,6 +1,7 @@
 """The architecture, checked from the modules' own import statements (every one: top level, inside functions,
-under `TYPE_CHECKING`): no import cycle among the modules of `index/`, `service/` and `eval/`, and `index/`'s
-sub-packages import only the layers below them, in the order a request walks the pipeline."""
+under `TYPE_CHECKING`): no import cycle among the modules of `index/`, `service/` and `eval/`, `index/`'s
+sub-packages import only the layers below them, in the order a request walks the pipeline, and no product module
+imports the learned veto (the judge, the pair model, exploration), which lives in `training/` only."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ INDEX_LAYERS = (
     ("index.records",),
     ("index.request",),
     ("index.guards",),
-    ("index.judge",),
     ("index.match",),
     ("index.search",),
     ("index.storage",),
@@ -124,7 +124,51 @@ def test_index_never_imports_service_or_eval_and_they_never_import_each_other(mo
 
 def test_index_shows_the_pipeline_as_sub_packages() -> None:
     packages = {p.parent.name for p in (ROOT / "index").glob("*/__init__.py")}
-    assert {"request", "embedding", "search", "storage", "guards", "judge", "match"} <= packages
+    assert {"request", "embedding", "search", "storage", "guards", "match"} <= packages
+
+
+# The product: what ships and what its tests and benchmarks run on. `training/` may import it, never the reverse.
+PRODUCT = ("index", "service", "eval", "bench", "support")
+# Names of the learned veto (removed from the product, docs/learned-veto.md): its judge, its pair model and their
+# calibration, the decision step and the exploration that read it. A product import naming one brings it back.
+LEARNED_VETO = ("judge", "pair_model", "pair_calibration", "learned", "explore", "training")
+
+
+def _product_imports() -> Iterator[tuple[str, str]]:
+    """(file, imported name) for every absolute import in the product's modules, the imported names included."""
+    for package in PRODUCT:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                    names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+                else:
+                    continue
+                yield from ((str(path.relative_to(ROOT)), name) for name in names)
+
+
+def _names_the_learned_veto(name: str) -> bool:
+    return any(part in LEARNED_VETO for part in name.split("."))
+
+
+def test_no_product_module_imports_the_learned_veto() -> None:
+    found = [f"{path}: {name}" for path, name in _product_imports() if _names_the_learned_veto(name)]
+    assert found == []
+
+
+def test_the_check_would_catch_the_learned_veto_coming_back() -> None:
+    assert _names_the_learned_veto("index.judge.model") and _names_the_learned_veto("index.match.learned")
+    assert _names_the_learned_veto("index.match.explore.Exploration")
+    assert _names_the_learned_veto("training.judge.pair_model.PairStage")
+    assert not _names_the_learned_veto("index.match.live_threshold")
+    assert not _names_the_learned_veto("service.label_model")
+
+
+@pytest.mark.parametrize("path", ["index/judge", "index/match/learned.py", "index/match/explore.py", "index/data",
+                                  "index/storage/judge_models.py", "eval/fit.py", "support/judges.py"])
+def test_the_learned_veto_left_the_product_package(path: str) -> None:
+    assert not (ROOT / path).exists()
 
 
 def _edges_of(module: str) -> set[str]:

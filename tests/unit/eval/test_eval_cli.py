@@ -17,9 +17,7 @@ FAST = ["--embedder", "hash", "--decision", "threshold", "--threshold", "0.5:0.9
 
 
 def _run(*args: str) -> tuple[int, str, str]:
-    # The unit suite reads no model file: the commands' plumbing is tested with the judge alone (the shipped pair
-    # model is exercised by the integration suite and by the real-traffic gate).
-    result = CliRunner().invoke(app, list(args), env={"DEJA_PAIR_MODEL": "false"})
+    result = CliRunner().invoke(app, list(args))
     return result.exit_code, result.stdout, result.stderr
 
 

@@ -1,5 +1,5 @@
 """`eval replay --learn`: the real Cache and Matcher at the default decision learn the namespace's threshold from a
-synthetic trace of reworded intents (`support.judges`), deterministically for a seed."""
+synthetic trace of reworded intents (`support.twins`), deterministically for a seed."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import random
 from eval.datasets import StreamRequest
 from eval.learn import LearnConfig, fixed, run_learn
 from index.match.policy import MatchPolicy
-from support.judges import WORDINGS, BagOfWords
+from support.twins import WORDINGS, BagOfWords
 
 POLICY = MatchPolicy(0.92)
 

@@ -7,12 +7,11 @@ import json
 from pathlib import Path
 
 from eval.datasets import Conversation, LabeledPair, StreamRequest
-from eval.panel import DEFAULT, Contender, contenders, run_panel, veto_columns, veto_name
-from eval.panel_report import panel_table, to_json, verdict_lines, veto_table
+from eval.panel import DEFAULT, Contender, contenders, run_panel
+from eval.panel_report import panel_table, to_json, verdict_lines
 from eval.sources import Origin, Source, all_sources, split_of
 from index.embedding.embedder import HashEmbedder
-from index.match.policy import DEFAULT_VETO_BELOW, LEARNED_VETO_BELOW, DecisionMode, MatchPolicy
-from support.judges import FixedJudge
+from index.match.policy import DecisionMode, MatchPolicy
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -66,27 +65,8 @@ def test_splits_are_stable_and_a_missing_public_set_is_a_note(tmp_path: Path) ->
     assert len(missing) == 5 and all("not read" in note for note in missing)
 
 
-def test_the_guarded_rule_gets_veto_on_and_off_columns_at_the_default_and_below() -> None:
-    entrants = contenders(MatchPolicy(0.92, stages=("polarity", "values")), FixedJudge(0.01), None)
-    names = [e.name for e in entrants]
-    assert names[0] == DEFAULT and DEFAULT_VETO_BELOW == 0.0
-    assert entrants[0].judge is None  # the default reads no learned score
-    for t in (0.92, 0.88, 0.85):
-        on, off = (next(e for e in entrants if e.name == veto_name(t, v)) for v in (True, False))
-        assert on.policy is not None and on.policy.veto_below == LEARNED_VETO_BELOW and on.judge is not None
-        assert off.policy is not None and off.policy.veto_below == 0.0 and off.judge is None
-        assert on.policy.min_similarity == off.policy.min_similarity == t
-
-
-def test_the_veto_table_shows_what_the_veto_costs_per_source() -> None:
-    synonyms = Source("synonyms", Origin.REAL, "dev", pairs=(
-        pair("1", "What are the signs of dehydration?", "What are the symptoms of dehydration?", True),))
-    # At cosine >= -1 every pair reaches the veto; a judge at P 0.01 vetoes the paraphrase.
-    entrants = veto_columns(MatchPolicy(-1.0, stages=("polarity", "values")), FixedJudge(0.01), None, 0.6)
-    report = run_panel([synonyms], HashEmbedder(dim=256), entrants, "guarded")
-    table = veto_table(report)
-    assert table.headers == ("source", "part", veto_name(-1.0, True), veto_name(-1.0, False), "cost")
-    on, off = report.rows[0].cell(veto_name(-1.0, True)), report.rows[0].cell(veto_name(-1.0, False))
-    assert on is not None and off is not None and (on.correct, off.correct) == (0, 1)
-    assert table.rows[0][4] == "+100.0"
-    assert all(not h.endswith(("veto on", "veto off")) for h in panel_table(report).headers)
+def test_the_contenders_are_the_default_the_cosine_baselines_and_vcache() -> None:
+    entrants = contenders(MatchPolicy(0.92, stages=("polarity", "values")))
+    assert [e.name for e in entrants] == [DEFAULT, "cosine 0.85 + rules", "cosine 0.90 + rules",
+                                          "cosine 0.95 + rules", "vCache δ=0.02"]
+    assert all(e.policy is None or not e.policy.guarded for e in entrants[1:])

@@ -12,7 +12,7 @@ from index.embedding.embedder import HashEmbedder
 from index.errors import StoreUnavailable
 from index.guards.stages import StepResult
 from index.match.decide import Deciders
-from index.match.policy import LEARNED_VETO_BELOW, MatchPolicy
+from index.match.policy import MatchPolicy
 from index.records import Verdict
 from index.request.keys import build_key
 from index.search.hnsw import SemanticIndex
@@ -146,45 +146,26 @@ def test_a_failed_sql_call_is_store_unavailable_naming_what_failed(tmp_path: Pat
         store.count()
 
 
-def _guarded_cache(tmp_path: Path, p: float) -> Cache:
-    """The default decision with a judge whose every P is `p` and the hash embedder: the pipeline, not the model,
-    is under test (a threshold of 0 lets every candidate reach the learned veto)."""
-    from support.judges import FixedJudge
-
+def _guarded_cache(tmp_path: Path) -> Cache:
+    """The default decision with the hash embedder: the pipeline, not the model, is under test (a threshold of 0
+    lets every candidate through the cosine step)."""
     store = EntryStore(make_engine(f"sqlite:///{tmp_path / 'db.sqlite'}"))
     store.create_schema()
     embedder = HashEmbedder()
-    return Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder,
-                 CacheConfig(MatchPolicy(0.0, veto_below=LEARNED_VETO_BELOW)),
-                 Deciders(judge=FixedJudge(p, version="judge-test")))
+    return Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder, CacheConfig(MatchPolicy(0.0)),
+                 Deciders())
 
 
 CACHED, ASKED = "How do I enable gzip compression in nginx?", "enabling gzip in the nginx config"
 
 
-def test_the_learned_veto_records_its_version_probability_and_bar(tmp_path: Path) -> None:
-    from index.match.outcome import Reason
-
-    cache = _guarded_cache(tmp_path, 0.2)
-    cache.store_answer(build_key("ns", body(CACHED)), answer("cached"))
-    lookup = cache.lookup(build_key("ns", body(ASKED)))
-    assert lookup.decision is not None and lookup.candidate_prompt == CACHED
-    decision = lookup.decision
-    assert (decision.probability, decision.bar, decision.version) == (0.2, 0.6, "judge-test")
-    (result,) = decision.logged_stages()
-    assert result.stage == "learned" and result.score == 0.2 and not result.passed
-    assert lookup.verdict is Verdict.MISS and decision.reason is Reason.VETOED and decision.vetoed_by == "learned"
-
-
-def test_a_candidate_the_learned_score_does_not_doubt_is_served_with_its_probability(tmp_path: Path) -> None:
-    cache = _guarded_cache(tmp_path, 0.9)
+def test_the_default_decision_serves_on_the_cosine_and_reads_no_learned_score(tmp_path: Path) -> None:
+    cache = _guarded_cache(tmp_path)
     cache.store_answer(build_key("ns", body(CACHED)), answer("cached"))
     lookup = cache.lookup(build_key("ns", body(ASKED)))
     assert lookup.verdict is Verdict.SEMANTIC_HIT and lookup.response is not None
     assert lookup.decision is not None and lookup.decision.basis == "cosine"
-    (result,) = lookup.decision.logged_stages()
-    assert (result.stage, result.passed, result.score) == ("learned", True, 0.9)
-    assert result.reason.startswith("judge-test p=0.900 bar=0.600")
+    assert all(result.stage != "learned" for result in lookup.decision.stages)
 
 
 class CountingStore(EntryStore):
@@ -204,7 +185,7 @@ def test_a_lookup_reads_all_its_candidates_in_one_query(tmp_path: Path) -> None:
     store = CountingStore(tmp_path / "db.sqlite")
     store.create_schema()
     cache = Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder,
-                  CacheConfig(MatchPolicy(0.5, judge_candidates=3), candidates=3), Deciders((VetoWord(),)))
+                  CacheConfig(MatchPolicy(0.5, guarded_candidates=3), candidates=3), Deciders((VetoWord(),)))
     for text in ("is the api rate limited", "is the api rate limited now", "is the api rate limited here"):
         cache.store_answer(build_key("ns", body(text)), answer(text))
     lookup = cache.lookup(build_key("ns", body("is the api rate limited today")))

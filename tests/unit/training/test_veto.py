@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from eval.sources import split_of
-from index.judge.pair_calibration import Combination
+from training.judge.pair_calibration import Combination
 from training.veto import OURS_SHARE, stack_inputs, weights
 from training.veto_data import TrainingPair, VetoData, held_out, training_pairs
 

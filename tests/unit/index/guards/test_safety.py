@@ -9,7 +9,6 @@ from index.guards.safety import ACCENT_STAGE, LENGTH_STAGE, accent_swap, pair_ve
 from index.match.decide import Deciders, decide
 from index.match.outcome import Candidate, Reason
 from index.match.policy import DecisionMode, MatchPolicy
-from support.judges import FixedJudge
 
 ACCENTS = [
     pytest.param("How many a\u00f1os does the warranty last?", "How many anos does the warranty last?", id="ano"),
@@ -25,7 +24,7 @@ MODES = [pytest.param(DecisionMode.GUARDED, id="guarded"), pytest.param(Decision
 @pytest.mark.parametrize("query, cached", ACCENTS)
 def test_no_mode_serves_a_word_changed_by_its_accent(query: str, cached: str, mode: DecisionMode) -> None:
     decision = decide(query, [Candidate(1, cached, 0.99)], MatchPolicy(0.9, decision=mode),
-                      Deciders(judge=FixedJudge(0.99)))
+                      Deciders())
     assert decision.reason is Reason.VETOED and decision.vetoed_by == ACCENT_STAGE
 
 
@@ -33,7 +32,7 @@ def test_the_next_candidate_is_still_served_after_an_accent_veto() -> None:
     query, cached = ACCENTS[0].values
     same = str(query).replace("?", " ?")  # a control: the same words
     decision = decide(str(query), [Candidate(1, str(cached), 0.99), Candidate(2, same, 0.98)], MatchPolicy(0.9),
-                      Deciders(judge=FixedJudge(0.99)))
+                      Deciders())
     assert decision.hit and decision.chosen == 1
 
 
@@ -51,5 +50,5 @@ def test_accent_change_in_the_context_of_a_conversation_vetoes() -> None:
 def test_text_past_the_cap_is_never_served_in_either_mode(mode: DecisionMode) -> None:
     long_query, long_cached = "why " * 60 + "?", "why " * 61 + "?"
     policy = MatchPolicy(0.9, max_decision_chars=200, decision=mode)
-    decision = decide(long_query, [Candidate(1, long_cached, 0.99)], policy, Deciders(judge=FixedJudge(0.99)))
+    decision = decide(long_query, [Candidate(1, long_cached, 0.99)], policy, Deciders())
     assert decision.vetoed_by == LENGTH_STAGE and "longer than 200" in decision.stages[-1].reason

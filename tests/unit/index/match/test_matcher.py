@@ -1,5 +1,4 @@
-"""The Matcher: the namespace's policy, then the decision's steps, a remembered difference among them; the judge
-in force is swapped whole."""
+"""The Matcher: the namespace's policy, then the decision's steps, a remembered difference among them."""
 
 from __future__ import annotations
 
@@ -8,9 +7,8 @@ import pytest
 from index.match.decide import Deciders
 from index.match.matcher import Matcher
 from index.match.outcome import Candidate, Kind, Reason
-from index.match.policy import LEARNED_VETO_BELOW, MatchPolicy
+from index.match.policy import MatchPolicy
 from index.match.steps import Difference
-from support.judges import FixedJudge
 
 POLICY = MatchPolicy(0.92)
 ASKED, CACHED = "What are the signs of dehydration?", "What are the symptoms of dehydration?"
@@ -29,11 +27,10 @@ class Remembered:
 
 
 def test_a_remembered_difference_vetoes_a_would_be_hit_of_its_namespace() -> None:
-    vetoing = MatchPolicy(0.92, veto_below=LEARNED_VETO_BELOW)  # the veto step's P is recorded with the veto
-    matcher = Matcher(vetoing, Deciders(judge=FixedJudge(0.9)), Remembered("ns-a"))
+    matcher = Matcher(POLICY, Deciders(), Remembered("ns-a"))
     vetoed = matcher.decide(ASKED, [Candidate(1, CACHED, 0.95)], "ns-a")
     assert (vetoed.reason, vetoed.vetoed_by) == (Reason.VETOED, Difference.name)
-    assert vetoed.stages[-1].stage == Difference.name and vetoed.probability == 0.9
+    assert vetoed.stages[-1].stage == Difference.name
     assert matcher.decide(ASKED, [Candidate(1, CACHED, 0.95)], "ns-b").hit
 
 
@@ -49,14 +46,14 @@ class RememberedPair:
 
 def test_after_a_remembered_difference_the_next_candidate_is_decided() -> None:
     other = "Which signs of dehydration should I look for?"
-    matcher = Matcher(POLICY, Deciders(judge=FixedJudge(0.9)), RememberedPair(ASKED, CACHED))
+    matcher = Matcher(POLICY, Deciders(), RememberedPair(ASKED, CACHED))
     decision = matcher.decide(ASKED, [Candidate(1, CACHED, 0.95), Candidate(2, other, 0.94)], "ns")
     assert decision.hit and decision.chosen == 1
 
 
 def test_a_remembered_difference_never_vetoes_a_plain_rewording() -> None:
     differences = Remembered("ns")
-    matcher = Matcher(POLICY, Deciders(judge=FixedJudge(0.9)), differences)
+    matcher = Matcher(POLICY, Deciders(), differences)
     assert matcher.decide("How can I reset my password?", [Candidate(1, "How do I reset my password?", 0.97)],
                           "ns").hit
     assert differences.asked == []
@@ -64,7 +61,7 @@ def test_a_remembered_difference_never_vetoes_a_plain_rewording() -> None:
 
 def test_a_miss_below_the_learning_floor_never_reads_the_differences() -> None:
     differences = Remembered("ns")
-    matcher = Matcher(POLICY, Deciders(judge=FixedJudge(0.9)), differences)
+    matcher = Matcher(POLICY, Deciders(), differences)
     assert not matcher.decide(ASKED, [Candidate(1, CACHED, 0.79)], "ns").hit
     assert differences.asked == []
 
@@ -73,7 +70,7 @@ def test_a_near_miss_a_remembered_difference_vetoes_is_no_evidence_for_a_lower_t
     # Below the threshold, above the learning floor: every other step runs, so that only a candidate a lower
     # threshold would really serve counts as a near miss.
     differences = Remembered("ns")
-    matcher = Matcher(POLICY, Deciders(judge=FixedJudge(0.9)), differences)
+    matcher = Matcher(POLICY, Deciders(), differences)
     decision = matcher.decide(ASKED, [Candidate(1, CACHED, 0.85)], "ns")
     assert decision.reason is Reason.BELOW_THRESHOLD and not decision.would_serve
     assert differences.asked == [("ns", ASKED, CACHED)]
@@ -103,14 +100,6 @@ def test_a_learned_conversation_threshold_is_applied_once() -> None:
     assert _conversation(matcher, last - 0.001, context) is Reason.BELOW_THRESHOLD
     assert _conversation(matcher, last, context - 0.001) is Reason.CONTEXT_BELOW_THRESHOLD
     assert matcher.decide(ASKED, [Candidate(1, CACHED, 0.93)], "talky").hit  # single turns keep the prior, 0.92
-
-
-def test_the_judge_in_force_is_swapped_whole() -> None:
-    vetoing = MatchPolicy(0.92, veto_below=LEARNED_VETO_BELOW)  # the learned veto is off by default
-    matcher = Matcher(vetoing, Deciders(judge=FixedJudge(0.9, version="old")))
-    matcher.swap_judge(FixedJudge(0.1, version="new"), None)
-    decision = matcher.decide(ASKED, [Candidate(1, CACHED, 0.95)], "ns")
-    assert decision.vetoed_by == "learned" and decision.version == "new"
 
 
 def test_each_kind_is_served_at_its_own_learned_threshold() -> None:

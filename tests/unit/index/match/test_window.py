@@ -11,7 +11,6 @@ from index.match.outcome import Candidate, Reason
 from index.match.policy import DecisionMode, MatchPolicy
 from index.match.window import beyond_window, differs_past_window
 from support.inprocess import inprocess_gateway
-from support.judges import FixedJudge
 
 DOCUMENT = " ".join(f"Clause {i}: the tenant pays the rent on the first day of each month." for i in range(40))
 
@@ -20,7 +19,7 @@ DOCUMENT = " ".join(f"Clause {i}: the tenant pays the rent on the first day of e
                          ids=["guarded", "threshold"])
 def test_a_different_question_behind_a_shared_document_is_not_served(policy: MatchPolicy) -> None:
     cached = Candidate(1, DOCUMENT + " Who pays for repairs?", 1.0)
-    decision = decide(DOCUMENT + " Can the tenant sublet?", [cached], policy, Deciders(judge=FixedJudge(0.999)))
+    decision = decide(DOCUMENT + " Can the tenant sublet?", [cached], policy, Deciders())
     assert decision.reason is Reason.BEYOND_WINDOW and not decision.hit
 
 

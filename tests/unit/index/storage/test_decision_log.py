@@ -17,7 +17,6 @@ from index.storage.entries import EntryStore, make_engine
         pytest.param(Reason.HIT, None, id="hit"),
         pytest.param(Reason.BELOW_THRESHOLD, None, id="below-threshold"),
         pytest.param(Reason.CONTEXT_BELOW_THRESHOLD, None, id="context-below-threshold"),
-        pytest.param(Reason.EXPLORED, None, id="explored"),
         pytest.param(Reason.BEYOND_WINDOW, None, id="beyond-window"),
         pytest.param(Reason.VETOED, "polarity", id="vetoed"),
         pytest.param(Reason.VETOED, "alignment@context", id="vetoed-on-context"),
@@ -34,22 +33,18 @@ def test_reason_and_vetoing_stage_survive_the_round_trip(tmp_path: Path, reason:
     engine.dispose()
 
 
-def test_entry_histories_count_serves_and_labels_by_precedence(tmp_path: Path) -> None:
-    from index.judge.features import EntryHistory
+@pytest.mark.parametrize("column", ["explored", "judge_below_bar"], ids=["exploration", "judge-mode"])
+def test_a_miss_of_a_retired_step_reads_back_as_a_miss_below_the_threshold(tmp_path: Path, column: str) -> None:
     from index.storage.decision_log import Label, LabelSource
 
     engine = make_engine(f"sqlite:///{tmp_path / 'log.db'}")
     EntryStore(engine).create_schema()
     log = DecisionLog(engine)
-    hit = ("hit-semantic", Reason.HIT)
-    miss = ("miss", Reason.BELOW_THRESHOLD)
-    rows = [("r1", 7, *hit), ("r2", 7, *hit), ("r3", 7, *miss), ("r4", 9, *miss)]
-    log.record([DecisionRecord(rid, "ns", "m", "q", entry, "c", 0.8, 0.5, (), verdict, reason, None, 1.0)
-                for rid, entry, verdict, reason in rows])
-    log.label(Label("r1", LabelSource.SHADOW, False, 2.0))
-    log.label(Label("r1", LabelSource.HUMAN, True, 3.0))  # a human label outranks the shadow
-    log.label(Label("r3", LabelSource.SHADOW, False, 2.0))
-    log.label(Label("r4", LabelSource.AUDIT, True, 2.0))
-    assert log.entry_histories() == {7: EntryHistory(served=2, same=1, different=1),
-                                     9: EntryHistory(served=0, same=1, different=0)}
+    # What the retired exploration (and judge mode) wrote in the reason column, as an old row holds it.
+    log.record([DecisionRecord("r1", "ns", "m", "q", 7, "c", 0.95, 0.92, (), "miss", Reason.VETOED, column, 1.0,
+                               would_serve=True)])
+    log.label(Label("r1", LabelSource.EXPLORE, True, 2.0))  # an exploration's label, as an old database holds it
+    got = log.get("r1")
+    assert got is not None and (got.reason, got.vetoed_by) == (Reason.BELOW_THRESHOLD, None)
+    assert [(item.source, item.correct) for item in log.labeled()] == [(LabelSource.EXPLORE, True)]
     engine.dispose()

@@ -1,6 +1,6 @@
 """Fitting a judge with scikit-learn: gradient boosting on the features, converted to a numpy `Forest`, then an
 isotonic calibration on held-out pairs. Used by `training/train_judge.py` (the shipped prior) and by refits
-on a deployment's labels (`index.judge.fit_judge`); serving never imports scikit-learn.
+on a deployment's labels (`training.judge.fit_judge`); serving never imports scikit-learn.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import numpy.typing as npt
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.isotonic import IsotonicRegression
 
-from index.judge.features import FEATURE_NAMES, JudgeInput, feature_matrix
-from index.judge.model import CONFIDENCE, Calibration, Floats, Forest, Isotonic, Judge, stacked, version_of
+from training.judge.features import FEATURE_NAMES, JudgeInput, feature_matrix
+from training.judge.model import CONFIDENCE, Calibration, Floats, Forest, Isotonic, Judge, stacked, version_of
 
 Labels = npt.NDArray[np.int8]
 
@@ -115,7 +115,7 @@ def held_out(labels: Labels, share: float, seed: int) -> npt.NDArray[np.bool_]:
 
 def fit(items: Sequence[JudgeInput], labels: Sequence[int] | Sequence[bool], *, prior: Judge | None, seed: int,
         calibration_share: float = 0.3, weights: Sequence[float] | None = None) -> Judge:
-    """See `index.judge.fit_judge`."""
+    """See `training.judge.fit_judge`."""
     y = np.asarray([int(bool(v)) for v in labels], dtype=np.int8)
     if len(items) != len(y):
         raise ValueError("items and labels differ in length")

@@ -1,5 +1,6 @@
-"""The judge: features shared by training and inference, the budget cut's confidence bound, fitting, saving
-and loading, and the shipped prior meeting its own budgets on its calibration data."""
+"""The judge (training only: the product no longer ships it): its features, the budget cut's confidence bound,
+fitting, saving and loading, and a trained prior (when one was trained into training/judge/models/) meeting its
+own budgets on its calibration data and recording only data whose licence lets a model learn from it."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from index.judge.features import FEATURE_NAMES, judge_features
-from index.judge.fit import fit
-from index.judge.model import (
+from training.judge.features import FEATURE_NAMES, judge_features
+from training.judge.fit import fit
+from training.judge.model import (
     METADATA_FILE,
     NEVER,
     Calibration,
@@ -23,7 +24,11 @@ from index.judge.model import (
     false_hit_upper,
     load_judge,
     save_judge,
+    trained_judge_dir,
 )
+
+TRAINED = pytest.mark.skipif(not (trained_judge_dir() / METADATA_FILE).exists(),
+                             reason="no judge trained into training/judge/models/ (python -m training.train_judge)")
 
 
 def _feature(item: JudgeInput, name: str) -> float:
@@ -195,7 +200,7 @@ def test_loading_a_judge_trained_on_other_features_is_refused(toy_judge: Judge, 
 def test_numpy_forest_scores_exactly_like_scikit_learn() -> None:
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    from index.judge.fit import to_forest
+    from training.judge.fit import to_forest
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(400, 6))
@@ -211,13 +216,14 @@ def test_loading_a_missing_judge_is_a_clear_error(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def shipped() -> Judge:
+def trained() -> Judge:
     return load_judge()
 
 
-def test_shipped_prior_records_its_data_and_licences(shipped: Judge) -> None:
-    meta = json.loads((Path(__file__).parents[4] / "index" / "data" / "judge" / METADATA_FILE).read_text())
-    assert meta["version"] == shipped.version
+@TRAINED
+def test_a_trained_prior_records_its_data_and_licences(trained: Judge) -> None:
+    meta = json.loads((trained_judge_dir() / METADATA_FILE).read_text())
+    assert meta["version"] == trained.version
     licences = " ".join(meta["data"]["licenses"].values()).lower()
     assert "non-commercial" not in licences and "nc" not in licences.replace("licence", "").split()
     assert all(len(digest) == 64 for digest in meta["data"]["files"].values())
@@ -225,10 +231,11 @@ def test_shipped_prior_records_its_data_and_licences(shipped: Judge) -> None:
     assert not any(part in name.lower() for name in meta["data"]["files"] for part in non_commercial)
 
 
+@TRAINED
 @pytest.mark.parametrize("budget", [0.02, 0.05, 0.1])
-def test_shipped_cut_meets_its_budget_on_its_calibration_data(shipped: Judge, budget: float) -> None:
-    bar = shipped.cut(budget)
-    assert bar != NEVER, "the shipped prior serves nothing at this budget"
-    served, wrong = shipped.calibration.served_at(bar)
+def test_a_trained_cut_meets_its_budget_on_its_calibration_data(trained: Judge, budget: float) -> None:
+    bar = trained.cut(budget)
+    assert bar != NEVER, "the trained prior serves nothing at this budget"
+    served, wrong = trained.calibration.served_at(bar)
     assert served > 0
-    assert false_hit_upper(wrong, served, shipped.calibration.confidence) <= budget
+    assert false_hit_upper(wrong, served, trained.calibration.confidence) <= budget

@@ -1,11 +1,12 @@
 """The judge: a calibrated P(same answer) for (request, cached candidate), and the probability bar that meets
 a false-hit budget with a confidence bound on its calibration data.
 
-A judge is a gradient-boosted classifier over `index.judge.features` (trained with scikit-learn, stored and
+A judge is a gradient-boosted classifier over `training.judge.features` (trained with scikit-learn, stored and
 evaluated as plain numpy arrays: no pickle, no scikit-learn version coupling, microseconds per candidate), an
 isotonic map from its raw score to a probability fitted on held-out pairs, and those held-out pairs'
-probabilities and labels (shipped beside the model, so `cut` can be recomputed for any budget). The shipped
-prior lives in `index/data/judge/`.
+probabilities and labels (kept beside the model, so `cut` can be recomputed for any budget). The prior is
+trained into `training/judge/models/judge/` (`python -m training.train_judge`; not committed, and no longer
+shipped with the product: the learned veto was removed, docs/learned-veto.md).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ import numpy.typing as npt
 from scipy.special import betaincinv  # beta.ppf without importing scipy.stats (1.3 s of start-up)
 
 from index.errors import DejaError
-from index.judge.features import FEATURE_NAMES, EntryHistory, JudgeInput, feature_matrix
+from training.judge.features import FEATURE_NAMES, EntryHistory, JudgeInput, feature_matrix
 
 __all__ = [
     "Calibration", "EntryHistory", "Forest", "Judge", "JudgeInput", "JudgeModelError", "false_hit_upper",
@@ -52,9 +52,9 @@ class JudgeModelError(DejaError):
     """The judge files are missing, unreadable, or were written for another format or feature set."""
 
 
-def shipped_judge_dir() -> Path:
-    """Folder of the judge shipped inside the `index` package."""
-    return Path(str(resources.files("index").joinpath("data", "judge")))
+def trained_judge_dir() -> Path:
+    """Folder `python -m training.train_judge` writes the prior into (and `load_judge()` reads)."""
+    return Path(__file__).resolve().parent / "models" / "judge"
 
 
 def false_hit_upper(false_hits: int, served: int, confidence: float = CONFIDENCE) -> float:
@@ -260,8 +260,8 @@ def save_judge(judge: Judge, path: Path) -> None:
 
 
 def load_judge(path: Path | None = None) -> Judge:
-    """Read a judge folder (None: the shipped prior). Raises `JudgeModelError` if it cannot be used here."""
-    folder = shipped_judge_dir() if path is None else path
+    """Read a judge folder (None: the trained prior). Raises `JudgeModelError` if it cannot be used here."""
+    folder = trained_judge_dir() if path is None else path
     try:
         meta = json.loads((folder / METADATA_FILE).read_text())
         with np.load(folder / MODEL_FILE, allow_pickle=False) as data:

@@ -18,8 +18,8 @@ from index.guards.text import FUNCTION_WORDS, stem
 from index.guards.text import words as _rule_words
 from index.guards.textdiff import opcodes, ratio
 from index.guards.values import ValueFindings, ValueStage
-from index.judge.surface import FEATURE_NAMES as SURFACE_NAMES
-from index.judge.surface import pair_features
+from training.judge.surface import FEATURE_NAMES as SURFACE_NAMES
+from training.judge.surface import pair_features
 
 MISSING = float("nan")  # the model treats NaN as "not applicable" (no context, single candidate)
 _QUESTION_WORDS = frozenset({"what", "how", "why", "when", "where", "who", "which", "whom", "whose", "is", "are",

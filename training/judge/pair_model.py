@@ -1,11 +1,12 @@
 """Pair model: a cross-encoder that reads a query and a cached prompt and gives a calibrated P(same answer).
 
 Fine-tuned from the bundled all-MiniLM-L6-v2 on question-shaped pairs (training/pair_data.py,
-training/train_pair_model.py). The shipped folder (index/data/pair/) holds only what fine-tuning changed;
+training/train_pair_model.py). Its folder (training/judge/models/pair/, not committed: the product no longer ships
+it, docs/learned-veto.md) holds only what fine-tuning changed;
 the word embeddings are read from the bundled model, whose hash the metadata records and the loader checks.
 A pair is scored in both orders and the logits averaged, so the score is symmetric. `combine` joins the
 judge's probability, this model's and the cosine into one P(same answer) with the stack (`Combination`, in
-`index.judge.pair_calibration`) fitted by training/eval_pair_model.py and stored in the metadata.
+`training.judge.pair_calibration`) fitted by training/eval_pair_model.py and stored in the metadata.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from index.embedding.embedder import bundled_model_path
 from index.errors import DejaError
-from index.judge.pair_calibration import Combination, PairCalibration
+from training.judge.pair_calibration import Combination, PairCalibration
 
 WEIGHTS_FILE = "model.safetensors"
 ONNX_FILE = "model.int8.onnx"  # the runtime's export (training/export_pair_model.py): self-contained, int8 weights
@@ -45,9 +45,9 @@ class PairModelError(DejaError):
     """The shipped pair-model files are missing, of another kind, or do not match the bundled base model."""
 
 
-def shipped_model_dir() -> Path:
-    """Folder of the pair model shipped inside the `index` package."""
-    return Path(str(resources.files("index").joinpath("data", "pair")))
+def trained_pair_dir() -> Path:
+    """Folder `python -m training.train_pair_model` writes the pair model into (and `PairModel()` reads)."""
+    return Path(__file__).resolve().parent / "models" / "pair"
 
 
 def _file_sha256(path: Path) -> str:
@@ -107,7 +107,7 @@ class PairModel:
 
     def __init__(self, model_dir: Path | None = None, base_path: Path | None = None,
                  backend: str | None = None, threads: int | None = None) -> None:
-        folder = model_dir or shipped_model_dir()
+        folder = model_dir or trained_pair_dir()
         self.metadata = PairModelMetadata.read(folder)
         base = base_path or bundled_model_path()
         self.backend = backend or ("onnx" if (folder / ONNX_FILE).exists() else "torch")
@@ -243,14 +243,14 @@ def _combination_of(meta: PairModelMetadata) -> Combination:
 
 
 @cache
-def shipped_combination() -> Combination:
-    """The combination stored beside the shipped pair model (read once)."""
-    return _combination_of(PairModelMetadata.read(shipped_model_dir()))
+def trained_combination() -> Combination:
+    """The combination stored beside the trained pair model (read once)."""
+    return _combination_of(PairModelMetadata.read(trained_pair_dir()))
 
 
 def combine(judge_p: float, pair_p: float, cosine: float, combination: Combination | None = None) -> float:
     """P(same answer) from the judge's probability, the pair model's and the pair's cosine similarity."""
-    return (combination or shipped_combination()).probability(judge_p, pair_p, cosine)
+    return (combination or trained_combination()).probability(judge_p, pair_p, cosine)
 
 
 class PairScorer(Protocol):
@@ -264,7 +264,7 @@ class PairStage:
     cosine, with its bar per budget. The model loads on first use (or `warm`); safe to share across threads."""
 
     def __init__(self, model_dir: Path | None = None, model: PairScorer | None = None) -> None:
-        self._dir = model_dir or shipped_model_dir()
+        self._dir = model_dir or trained_pair_dir()
         self.metadata = PairModelMetadata.read(self._dir)
         self.combination = _combination_of(self.metadata)
         ys = self.metadata.calibration.ys
