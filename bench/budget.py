@@ -1,5 +1,5 @@
-"""The live false-hit budget over HTTP: a trace replayed in order through a real gateway at its defaults (judge
-mode, audits at DEJA_AUDIT_RATE) whose stub upstream answers per intent, once with the LLM label judge
+"""The live false-hit budget over HTTP: a trace replayed in order through a real gateway at its defaults (the
+guarded rule, audits at DEJA_AUDIT_RATE) whose stub upstream answers per intent, once with the LLM label judge
 (`DEJA_LABEL_MODEL`, answered by the intents) and once with today's answer comparison, side by side. Per half of
 the trace: correct and wrong ÷ served; at the end: what `GET /deja/budget` reports (the tallies, and the learner's
 upper bound on wrong ÷ served at its confidence) beside the true wrong ÷ served, and the label and audit calls per

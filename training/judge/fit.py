@@ -1,6 +1,6 @@
 """Fitting a judge with scikit-learn: gradient boosting on the features, converted to a numpy `Forest`, then an
-isotonic calibration on held-out pairs. Used by `training/train_judge.py` (the shipped prior) and by refits
-on a deployment's labels (`training.judge.fit_judge`); serving never imports scikit-learn.
+isotonic calibration on held-out pairs. Used by `training/train_judge.py` (the prior); the product never
+imports it (the learned veto was removed, docs/learned-veto.md).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ Labels = npt.NDArray[np.int8]
 
 @dataclass(frozen=True)
 class TrainingPlan:
-    """Gradient boosting settings; the defaults are the shipped prior's."""
+    """Gradient boosting settings; the defaults are the prior's."""
 
     max_iter: int = 300
     learning_rate: float = 0.06

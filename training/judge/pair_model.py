@@ -42,7 +42,7 @@ SCORE_MEMO_PAIRS = 8192
 
 
 class PairModelError(DejaError):
-    """The shipped pair-model files are missing, of another kind, or do not match the bundled base model."""
+    """The pair-model files are missing, of another kind, or do not match the bundled base model."""
 
 
 def trained_pair_dir() -> Path:
@@ -59,7 +59,7 @@ def _file_sha256(path: Path) -> str:
 
 
 def embeddings_sha256(tensor: Any) -> str:
-    """SHA-256 of a float32 tensor's bytes, to tie the shipped layers to the word embeddings they were tuned on."""
+    """SHA-256 of a float32 tensor's bytes, to tie the trained layers to the word embeddings they were tuned on."""
     return hashlib.sha256(tensor.contiguous().numpy().astype(np.float32).tobytes()).hexdigest()
 
 
@@ -102,7 +102,7 @@ class PairModelMetadata:
 class PairModel:
     """Calibrated P(same answer) for (query, cached) pairs. Load once; safe to call from several threads.
 
-    Runs the int8 ONNX export (`ONNX_FILE`, on ONNX Runtime, no torch) when the folder holds one, as the shipped
+    Runs the int8 ONNX export (`ONNX_FILE`, on ONNX Runtime, no torch) when the folder holds one, as the trained
     one does; else the float weights on torch (`backend="torch"` forces them: the export reads them so)."""
 
     def __init__(self, model_dir: Path | None = None, base_path: Path | None = None,
@@ -310,15 +310,15 @@ class PairStage:
 
 
 def load_pair_stage(model_dir: Path | None = None) -> PairStage | None:
-    """The given pair stage, or the shipped one (one per process: its model loads once and is shared); None
-    when the shipped metadata holds no fitted combination."""
+    """The given pair stage, or the trained one (one per process: its model loads once and is shared); None
+    when its metadata is missing or holds no fitted combination."""
     if model_dir is not None:
         return PairStage(model_dir)
-    return _shipped_stage()
+    return _trained_stage()
 
 
 @cache
-def _shipped_stage() -> PairStage | None:
+def _trained_stage() -> PairStage | None:
     try:
         return PairStage()
     except PairModelError:
