@@ -1,10 +1,16 @@
-"""What a hit costs through HTTP at Deja's defaults (ONNX int8 embedder, the guarded rule), side by side in one
-run: the embedder's own time for the same prompt, exact hits and semantic hits, in interleaved rounds so a
-busy machine slows every figure alike. Figures are ratios to the embedding; `--against DIR` starts a second
-gateway from another source tree (another build: `git archive <commit> | tar -x -C DIR`) and prints this build's
-figures as ratios to that one's, request by request.
+"""What a hit costs through HTTP at Deja's defaults, stage by stage, side by side in one run.
 
-    .venv/bin/python -m bench.hit_cost [--rounds 30] [--against /tmp/base] [--json]
+Real paraphrases (Redis LangCache and QQP pairs labelled the same question whose texts are not plain rewordings, so
+every one reaches the cosine step) are stored once, then each paraphrase is asked once (a first read: nothing of
+it is memoised) beside an exact hit of a stored prompt (with httpx and with a raw socket client whose own cost is a
+few microseconds) and the embedder's own time for the same paraphrase in this process, in interleaved rounds so a
+busy machine slows every figure alike. Each answer's `Server-Timing` header gives the gateway's stages (parse, key,
+exact, pool, embed, search, fetch, decide, log, respond); `http` is what the client saw beyond the gateway's own
+`total` (the server's HTTP parsing, the framework, the socket and the client). `--against DIR` starts a second
+gateway from another source tree (`git archive <commit> | tar -x -C DIR`) and prints this build's figures as
+ratios to that one's.
+
+    .venv/bin/python -m bench.hit_cost [--pairs 300] [--against /tmp/base] [--json]
 """
 
 from __future__ import annotations
@@ -15,30 +21,62 @@ import socket
 import statistics
 import tempfile
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
 
-from bench.common import p
-from bench.load import PAIRS
 from bench.raw_client import chat_request
+from eval.sources import langcache, qqp
 from index.embedding.batching import available_cores, embedding_threads
 from index.embedding.embedder import OnnxMiniLMEmbedder
+from index.guards.form import same_content
 from support.services import REPO, GatewayProcess
 from support.stub_upstream import StubUpstream
 
 KEY = "sk-bench-hit-cost"
+SHARED = REPO.parent / "shared" / "datasets"
+# A paraphrase of more words than this is decided on its content alone (`index.match.window.RESOLUTION_WORDS`).
+MAX_WORDS = 30
+EXACT_STAGES = ("auth", "parse", "key", "exact", "log", "respond")
+SEMANTIC_STAGES = ("auth", "parse", "key", "exact", "pool", "embed", "search", "fetch", "decide", "log", "respond")
+# What comes after the embedding and the search: the part of a semantic hit the goal holds to microseconds.
+AFTER_SEARCH = ("fetch", "decide", "log", "respond")
+
+
+def paraphrases(shared: Path, limit: int) -> list[tuple[str, str]]:
+    """(stored, paraphrase) pairs labelled the same question that the same-content rule does not settle."""
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for source in langcache(shared, 0) + qqp(shared, 0):
+        for pair in source.pairs:
+            a, b = pair.a.prompt, pair.b.prompt
+            if (pair.same_answer and not same_content(a, b) and max(len(a.split()), len(b.split())) <= MAX_WORDS
+                    and a not in seen and b not in seen):
+                seen.update((a, b))
+                out.append((a, b))
+    return out[:limit]
 
 
 def body(text: str) -> dict[str, object]:
     return {"model": "bench", "messages": [{"role": "user", "content": text}]}
 
 
+def stages(header: str) -> dict[str, float]:
+    """`Server-Timing: parse;dur=0.041, key;dur=0.012` as {"parse": 0.041, "key": 0.012}."""
+    out: dict[str, float] = {}
+    for item in header.split(","):
+        name, _, rest = item.strip().partition(";dur=")
+        if name and rest:
+            out[name] = float(rest)
+    return out
+
+
 class Side:
-    """One gateway and two keep-alive clients to it: httpx, and a raw socket whose own cost is a few microseconds
-    (`ask` and `ask_raw` return the verdict and the wall time in ms)."""
+    """One gateway and two keep-alive clients to it: httpx, and a raw socket (`ask` and `ask_raw` return the
+    verdict, the wall time in ms and the gateway's stages)."""
 
     def __init__(self, name: str, gateway: GatewayProcess) -> None:
         self.name = name
@@ -50,6 +88,13 @@ class Side:
         self.raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buffer = b""
 
+    def ask(self, text: str) -> tuple[str, float, dict[str, float]]:
+        started = time.perf_counter()
+        response = self.client.post("/v1/chat/completions", json=body(text))
+        elapsed = (time.perf_counter() - started) * 1000
+        response.raise_for_status()
+        return response.headers["x-deja-cache"], elapsed, stages(response.headers.get("server-timing", ""))
+
     def ask_raw(self, request: bytes) -> tuple[str, float]:
         started = time.perf_counter()
         self.raw.sendall(request)
@@ -60,19 +105,11 @@ class Side:
         while len(rest) < length:
             rest += self.raw.recv(65536)
         self.buffer = rest[length:]
-        elapsed = (time.perf_counter() - started) * 1000
-        return _header(head, b"x-deja-cache").decode(), elapsed
+        return _header(head, b"x-deja-cache").decode(), (time.perf_counter() - started) * 1000
 
     def close(self) -> None:
         self.client.close()
         self.raw.close()
-
-    def ask(self, text: str) -> tuple[str, float]:
-        started = time.perf_counter()
-        response = self.client.post("/v1/chat/completions", json=body(text))
-        elapsed = (time.perf_counter() - started) * 1000
-        response.raise_for_status()
-        return response.headers["x-deja-cache"], elapsed
 
 
 def _header(head: bytes, name: bytes) -> bytes:
@@ -83,93 +120,112 @@ def _header(head: bytes, name: bytes) -> bytes:
     raise ValueError(f"no {name!r} header in the answer")
 
 
-def seed(sides: list[Side]) -> None:
-    """Store every prompt of `PAIRS` on every side (each a miss answered by the stub)."""
+Samples = dict[str, dict[str, list[float]]]
+
+
+def measure(sides: list[Side], pairs: list[tuple[str, str]], embed: Callable[[str], object]) -> Samples:
+    """Per side: `exact`, `exact_raw`, `semantic` (client ms) and `<kind>:<stage>` (the gateway's ms); `embed`
+    under "embedder". A paraphrase counts only where every side served it as a semantic hit."""
+    samples: Samples = defaultdict(lambda: defaultdict(list))
     for side in sides:
-        for stored, _ in PAIRS:
+        for stored, _ in pairs:
             assert side.ask(stored)[0] == "miss"
-
-
-def measure(sides: list[Side], rounds: int, embed: Callable[[str], object]) -> dict[str, dict[str, list[float]]]:
-    samples: dict[str, dict[str, list[float]]] = {
-        s.name: {"exact": [], "exact_raw": [], "semantic": [], "first": []} for s in sides}
-    samples["embedder"] = {"embed": []}
-    seed(sides)
-    served: list[tuple[str, str]] = []  # the pairs every side serves as a semantic hit at its defaults
-    for stored, rewording in PAIRS:  # the first read of each pair: no memo can answer yet
-        verdicts = [side.ask(rewording) for side in sides]
-        if all(v == "hit-semantic" for v, _ in verdicts):
-            served.append((stored, rewording))
-            for side, (_, ms) in zip(sides, verdicts, strict=True):
-                samples[side.name]["first"].append(ms)
+    served = 0
+    for i, (stored, paraphrase) in enumerate(pairs):
+        started = time.perf_counter()
+        embed(paraphrase)
+        embed_ms = (time.perf_counter() - started) * 1000
+        semantic: list[tuple[Side, float, dict[str, float]]] = []
+        for side in sides[i % 2:] + sides[:i % 2]:  # each side goes first every other pair
+            verdict, ms, timed = side.ask(stored)
+            assert verdict == "hit-exact", verdict
+            _add(samples[side.name], "exact", ms, timed)
+            verdict, ms = side.ask_raw(chat_request(side.host, KEY, stored))
+            assert verdict == "hit-exact", verdict
+            samples[side.name]["exact_raw"].append(ms)
+            verdict, ms, timed = side.ask(paraphrase)
+            if verdict == "hit-semantic":
+                semantic.append((side, ms, timed))
+        if len(semantic) == len(sides):
+            served += 1
+            samples["embedder"]["embed"].append(embed_ms)
+            for side, ms, timed in semantic:
+                _add(samples[side.name], "semantic", ms, timed)
     if not served:
-        raise SystemExit("no rewording is served as a semantic hit at the defaults")
-    for round_ in range(rounds):
-        for stored, rewording in served:
-            started = time.perf_counter()
-            embed(rewording)
-            samples["embedder"]["embed"].append((time.perf_counter() - started) * 1000)
-            for side in sides[round_ % 2:] + sides[:round_ % 2]:  # each side goes first every other round
-                verdict, ms = side.ask(stored)
-                assert verdict == "hit-exact", verdict
-                samples[side.name]["exact"].append(ms)
-                verdict, ms = side.ask_raw(chat_request(side.host, KEY, stored))
-                assert verdict == "hit-exact", verdict
-                samples[side.name]["exact_raw"].append(ms)
-                verdict, ms = side.ask(rewording)
-                assert verdict == "hit-semantic", verdict
-                samples[side.name]["semantic"].append(ms)
+        raise SystemExit("no paraphrase was served as a semantic hit at the defaults")
     return samples
 
 
-def summary(samples: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, float]]:
-    embed = statistics.median(samples["embedder"]["embed"])
-    out: dict[str, dict[str, float]] = {"embedder": {"embed_p50_ms": round(embed, 3)}}
-    for name, by_kind in samples.items():
+def _add(into: dict[str, list[float]], kind: str, client_ms: float, timed: dict[str, float]) -> None:
+    into[kind].append(client_ms)
+    for stage, ms in timed.items():
+        into[f"{kind}:{stage}"].append(ms)
+    if "total" in timed:
+        into[f"{kind}:http"].append(client_ms - timed["total"])
+    into[f"{kind}:after_search"].append(sum(timed.get(stage, 0.0) for stage in AFTER_SEARCH))
+
+
+def _p50(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def summary(samples: Samples) -> dict[str, dict[str, float]]:
+    embed = _p50(samples["embedder"]["embed"])
+    out: dict[str, dict[str, float]] = {
+        "embedder": {"embed_p50_ms": round(embed, 3), "paraphrases_served": len(samples["embedder"]["embed"])}}
+    for name, by in samples.items():
         if name == "embedder":
             continue
-        exact, semantic = statistics.median(by_kind["exact"]), statistics.median(by_kind["semantic"])
-        first = statistics.median(by_kind["first"])
-        out[name] = {
-            "exact_p50_ms": round(exact, 3), "exact_p99_ms": round(p(by_kind["exact"], 0.99), 3),
-            "exact_raw_p50_ms": round(statistics.median(by_kind["exact_raw"]), 3),
-            "semantic_p50_ms": round(semantic, 3), "first_read_p50_ms": round(first, 3),
-            "exact_over_embed": round(exact / embed, 3),
-            "semantic_minus_exact_over_embed": round((semantic - exact) / embed, 3),
-            "first_read_minus_exact_over_embed": round((first - exact) / embed, 3),
-        }
+        exact, semantic = _p50(by["exact"]), _p50(by["semantic"])
+        row = {"exact_p50_ms": round(exact, 3), "exact_raw_p50_ms": round(_p50(by["exact_raw"]), 3),
+               "semantic_p50_ms": round(semantic, 3),
+               "semantic_minus_exact_over_embed": round((semantic - exact) / embed, 3),
+               "semantic_after_search_p50_us": round(_p50(by["semantic:after_search"]) * 1000, 1)}
+        for kind, names, whole in (("exact", EXACT_STAGES, exact), ("semantic", SEMANTIC_STAGES, semantic)):
+            for stage in (*names, "http"):
+                p50 = _p50(by[f"{kind}:{stage}"])
+                row[f"{kind}_{stage}_p50_ms"] = round(p50, 4)
+                row[f"{kind}_{stage}_share"] = round(p50 / whole, 4) if whole else 0.0
+        out[name] = row
     return out
 
 
 def report(result: dict[str, dict[str, float]]) -> str:
     embed = result["embedder"]["embed_p50_ms"]
-    lines = [f"embedder alone (ONNX int8, one prompt, this process): p50 {embed:.2f} ms",
-             f"{'gateway':<10}{'exact p50':>11}{'÷ embed':>9}{'raw client':>12}{'semantic p50':>14}"
-             f"{'(sem - exact) ÷ embed':>23}{'first read p50':>16}{'(first - exact) ÷ embed':>25}"]
+    lines = [f"embedder alone (ONNX int8, the same paraphrase, this process): p50 {embed:.2f} ms; "
+             f"paraphrases every side served: {result['embedder']['paraphrases_served']:.0f}"]
     for name, row in result.items():
         if name == "embedder":
             continue
-        lines.append(f"{name:<10}{row['exact_p50_ms']:>11.2f}{row['exact_over_embed']:>9.2f}"
-                     f"{row['exact_raw_p50_ms']:>12.2f}{row['semantic_p50_ms']:>14.2f}{row['semantic_minus_exact_over_embed']:>23.2f}"
-                     f"{row['first_read_p50_ms']:>16.2f}{row['first_read_minus_exact_over_embed']:>25.2f}")
+        lines += [f"[{name}] exact p50 {row['exact_p50_ms']:.3f} ms (raw client {row['exact_raw_p50_ms']:.3f} ms); "
+                  f"semantic p50 {row['semantic_p50_ms']:.2f} ms; (semantic - exact) ÷ embed "
+                  f"{row['semantic_minus_exact_over_embed']:.2f}; after the search (fetch, decide, log, respond) "
+                  f"{row['semantic_after_search_p50_us']:.0f} µs",
+                  f"  {'stage':<10}{'exact p50 ms':>14}{'share':>8}{'semantic p50 ms':>17}{'share':>8}"]
+        for stage in (*SEMANTIC_STAGES, "http"):
+            exact = (f"{row[f'exact_{stage}_p50_ms']:>14.3f}{row[f'exact_{stage}_share']:>8.1%}"
+                     if f"exact_{stage}_p50_ms" in row else f"{'-':>14}{'':>8}")
+            lines.append(f"  {stage:<10}{exact}{row[f'semantic_{stage}_p50_ms']:>17.3f}"
+                         f"{row[f'semantic_{stage}_share']:>8.1%}")
     if "against" in result:
         this, base = result["this"], result["against"]
         lines.append("this ÷ against, p50: " + ", ".join(
-            f"{kind} x{this[key] / base[key]:.2f}"
-            for kind, key in (("exact", "exact_p50_ms"), ("exact, raw client", "exact_raw_p50_ms"),
-                              ("semantic", "semantic_p50_ms"),
-                              ("first read", "first_read_p50_ms"))))
-    lines.append("exact and semantic: httpx client; raw client: one prebuilt request on a socket (the gateway's own "
-                 "time); first read: each rewording's first semantic hit (no memo of its pair yet)")
+            f"{kind} x{this[key] / base[key]:.2f}" for kind, key in (
+                ("exact", "exact_p50_ms"), ("exact, raw client", "exact_raw_p50_ms"), ("semantic", "semantic_p50_ms"))
+            if base.get(key)))
+    lines.append("share: the stage's p50 ÷ the request's p50 through httpx; http: the client's time beyond the "
+                 "gateway's own total; pool: the hops to the lookup's thread and back")
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=30, help="rounds over the served pairs")
+    parser.add_argument("--pairs", type=int, default=300, help="paraphrase pairs, each asked once")
+    parser.add_argument("--shared", type=Path, default=SHARED, help="the public labelled datasets")
     parser.add_argument("--against", type=Path, help="source tree of another build to compare with")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    pairs = paraphrases(args.shared, args.pairs)
     embedder = OnnxMiniLMEmbedder(threads=embedding_threads(available_cores()))  # as the gateway's worker runs it
     with tempfile.TemporaryDirectory() as tmp, StubUpstream() as stub:
         trees = {"this": REPO, **({"against": args.against.resolve()} if args.against else {})}
@@ -180,7 +236,7 @@ def main() -> None:
             gateways.append(GatewayProcess(env, Path(tmp) / f"{name}.log", source=tree).start())
         sides = [Side(name, gateway) for name, gateway in zip(trees, gateways, strict=True)]
         try:
-            result = summary(measure(sides, args.rounds, lambda text: embedder.embed([text])))
+            result = summary(measure(sides, pairs, lambda text: embedder.embed([text])))
         finally:
             for side in sides:
                 side.close()

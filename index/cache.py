@@ -177,9 +177,10 @@ class Cache:
         t2 = time.perf_counter()
         timings.update(embed=(t1 - t0) * 1000, search=(t2 - t1) * 1000)
         entries = self._candidates(neighbors, policy, vectors, degraded)
+        t3 = time.perf_counter()
         decision = self.matcher.decide(key.prompt, [c for c, _ in entries], key.namespace, key.context_text,
                                        policy=policy)
-        timings["verify"] = (time.perf_counter() - t2) * 1000
+        timings.update(fetch=(t3 - t2) * 1000, decide=(time.perf_counter() - t3) * 1000)
         if decision.chosen is None:
             top = neighbors[0].similarity if neighbors else None
             return Lookup(Verdict.MISS, similarity=top, vector=vectors, timings_ms=timings, degraded=tuple(degraded))

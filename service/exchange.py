@@ -3,7 +3,7 @@ a request body within the size limit."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import Request
@@ -27,6 +27,8 @@ class Exchange:
     directives: CacheDirectives
     headers: dict[str, str]
     started: float
+    # What each stage of this request took, in ms (`Server-Timing`, `deja_stage_seconds`): the gateway adds to it.
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def stream(self) -> bool:

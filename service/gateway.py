@@ -33,7 +33,7 @@ from service.errors import BadRequest, NotFound, TooManyRequests, UpstreamError,
 from service.exchange import Exchange, read_body
 from service.fairness import BUSY_REASON, LARGE_BODY_BYTES
 from service.labelling import Labelling
-from service.observer import Observer, deja_headers
+from service.observer import Observer, deja_headers, server_timing
 from service.requests import parse_cache_control
 from service.runtime import Runtime
 from service.single_flight import Flight, SharedAnswer, SingleFlight
@@ -54,22 +54,25 @@ class Gateway:
         self.flights = SingleFlight(runtime.settings.upstream_read_timeout)
 
     async def handle(self, request: Request, dialect: Dialect) -> Response:
+        arrived = time.perf_counter()
         namespace = namespace_of(request.headers, self.rt.credentials, self.rt.secret)
         gate = namespace or ""
         with self.rt.heavy.active(gate):  # other namespaces' heavy work yields to this one while it runs
             declared = request.headers.get("content-length", "")
             if not (declared.isdigit() and int(declared) > LARGE_BODY_BYTES):
-                return await self._handle(request, dialect, namespace, holding=False)
+                return await self._handle(request, dialect, namespace, arrived, holding=False)
             # A large body is heavy by itself: it takes one of its namespace's slots before it is even read.
             with self.rt.heavy.enter(gate) as admitted:
                 if not admitted:
                     raise TooManyRequests("Too many large requests in flight for this API key; retry shortly.")
-                return await self._handle(request, dialect, namespace, holding=True)
+                return await self._handle(request, dialect, namespace, arrived, holding=True)
 
-    async def _handle(self, request: Request, dialect: Dialect, namespace: str | None, holding: bool) -> Response:
-        """`namespace`: the caller's (None: no credential); `holding`: the request already holds one of its
-        namespace's heavy slots (a large body)."""
-        exchange = await self._parse(request, dialect, namespace)
+    async def _handle(self, request: Request, dialect: Dialect, namespace: str | None, arrived: float,
+                      holding: bool) -> Response:
+        """`namespace`: the caller's (None: no credential); `arrived`: when the gateway took the request (its
+        `perf_counter`); `holding`: the request already holds one of its namespace's heavy slots (a large body)."""
+        exchange = await self._parse(request, dialect, namespace, arrived)
+        timings = exchange.timings
         coalesces = exchange.coalesces
         if coalesces and (joined := await self._join(exchange)) is not None:
             return joined
@@ -85,8 +88,14 @@ class Gateway:
                 if inline is not None:
                     lookup = inline
                 else:
+                    started = time.perf_counter()
                     lookup = await run_in_threadpool(self.cache.lookup, exchange.key, policy)
+                    # The hops to the thread pool and back: the lookup's wall time its own stages do not account for.
+                    timings["pool"] = (time.perf_counter() - started) * 1000 - sum(lookup.timings_ms.values())
+            timings.update(lookup.timings_ms)
+            started = time.perf_counter()
             self.observer.lookup(exchange, lookup, policy.min_similarity)
+            timings["log"] = (time.perf_counter() - started) * 1000
             served = self._servable(exchange, lookup.response)
             if lookup.response is not None and served is not None:
                 return self._answer_from_cache(exchange, lookup, lookup.response, served, policy)
@@ -132,16 +141,21 @@ class Gateway:
                                      media_type="text/event-stream", headers=headers)
         return Response(jsonio.dumps(served), media_type="application/json", headers=headers)
 
-    async def _parse(self, request: Request, dialect: Dialect, namespace: str | None) -> Exchange:
+    async def _parse(self, request: Request, dialect: Dialect, namespace: str | None, arrived: float) -> Exchange:
         started = time.perf_counter()
         raw = await read_body(request, self.rt.settings.max_body_bytes)
         body = dialect.parse(raw)
         directives = parse_cache_control(request.headers.get("cache-control"))
+        parsed = time.perf_counter()
         key = key_for(namespace or "", dialect.canonical(body, request.headers), self.rt.policy.context_match,
                       self.rt.policy.max_decision_chars)
         if namespace is None:  # never file an answer under "nobody": every such caller would share it
             key = dataclasses.replace(key, mode=LookupMode.BYPASS, mode_reason=NO_CREDENTIAL)
-        return Exchange(uuid.uuid4().hex, dialect, raw, body, key, directives, dict(request.headers), started)
+        keyed = time.perf_counter()
+        timings = {"auth": (started - arrived) * 1000, "parse": (parsed - started) * 1000,
+                   "key": (keyed - parsed) * 1000}
+        return Exchange(uuid.uuid4().hex, dialect, raw, body, key, directives, dict(request.headers), arrived,
+                        timings)
 
     def _inline_exact(self, key: CacheKey) -> Lookup | None:
         """An exact hit in the in-process tier, read on the event loop: it never blocks, and the hop to the
@@ -164,14 +178,16 @@ class Gateway:
 
     def _answer_from_cache(self, exchange: Exchange, lookup: Lookup, cached: CachedResponse,
                            served: dict[str, Any], policy: MatchPolicy) -> Response:
+        started = time.perf_counter()
         self._count_hit(exchange, lookup, cached)
         headers = deja_headers(exchange, lookup, lookup.verdict)
         if lookup.verdict is Verdict.SEMANTIC_HIT:
             self.labelling.audit(exchange, lookup, cached, policy)
         if exchange.stream:
             return StreamingResponse(_aiter(exchange.dialect.replay(served, exchange.body)),
-                                     media_type="text/event-stream", headers=headers)
-        return Response(jsonio.dumps(served), media_type="application/json", headers=headers)
+                                     media_type="text/event-stream", headers=_timed(headers, exchange, started))
+        content = jsonio.dumps(served)
+        return Response(content, media_type="application/json", headers=_timed(headers, exchange, started))
 
     def _count_hit(self, exchange: Exchange, lookup: Lookup, cached: CachedResponse) -> None:
         metrics = self.rt.metrics
@@ -313,6 +329,16 @@ def _upstream_json(content: bytes, exchange: Exchange) -> Any:
     except (ValueError, RecursionError) as exc:
         log.warning("upstream 200 with a broken JSON body (request %s): %s", exchange.request_id, exc)
         raise UpstreamError("The upstream answer was cut short or is not valid JSON; nothing was cached.") from exc
+
+
+def _timed(headers: dict[str, str], exchange: Exchange, respond_started: float) -> dict[str, str]:
+    """`headers` with `Server-Timing`: each stage of the request in ms, `respond` (counting, headers, the body)
+    from `respond_started`, and `total` (the gateway's own time from the first byte of the body it read)."""
+    now = time.perf_counter()
+    exchange.timings["respond"] = (now - respond_started) * 1000
+    exchange.timings["total"] = (now - exchange.started) * 1000
+    headers["Server-Timing"] = server_timing(exchange.timings)
+    return headers
 
 
 def _exact_only(exchange: Exchange, reason: str) -> Exchange:

@@ -62,6 +62,7 @@ class WordNet:
         # Bounded caches: they hold self, which lives as long as load_wordnet's cache anyway.
         self._word = lru_cache(maxsize=_CACHE_SIZE)(self._compute_word)
         self._relation = lru_cache(maxsize=_CACHE_SIZE)(self._compute_relation)
+        self._ancestors = lru_cache(maxsize=_CACHE_SIZE)(self._compute_ancestors)
 
     def __contains__(self, word: str) -> bool:
         return bool(self.base_forms(word))
@@ -93,12 +94,21 @@ class WordNet:
         return tuple(forms)
 
     def _up(self, synsets: frozenset[str], steps: int) -> frozenset[str]:
-        seen: set[str] = set()
-        frontier = set(synsets)
-        for _ in range(steps):
-            frontier = {h for s in frontier for h in self._hypernyms.get(s, ())} - seen
-            seen |= frontier
-        return frozenset(seen)
+        """Every synset 1 to `steps` hypernym links above one of `synsets`: the union of each one's ancestors,
+        memoised per synset (words share senses, and the union runs in C)."""
+        out: set[str] = set()
+        for synset in synsets:
+            out |= self._ancestors(synset, steps)
+        return frozenset(out)
+
+    def _compute_ancestors(self, synset: str, steps: int) -> frozenset[str]:
+        parents = self._hypernyms.get(synset, ())
+        if steps <= 1 or not parents:
+            return frozenset(parents)
+        out = set(parents)
+        for parent in parents:
+            out |= self._ancestors(parent, steps - 1)
+        return frozenset(out)
 
     def _compute_word(self, word: str) -> _Word:
         bases = self._forms(word)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -22,11 +23,11 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Row, make_url
-from sqlalchemy.exc import ArgumentError, IntegrityError
+from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 
 from index import jsonio
 from index.embedding.embedder import BUNDLED_MODEL_ID, Vector
-from index.errors import store_errors
+from index.errors import StoreUnavailable, store_errors
 from index.records import CacheEntry, StoredEntry
 from index.storage.schema import entries, tombstones
 
@@ -149,6 +150,32 @@ def _row_to_entry(row: Row[tuple[object, ...]]) -> StoredEntry:
     )
 
 
+# What a lookup reads of an entry (every column but the index vector), in `_tuple_to_entry`'s order.
+_HOT_COLUMNS = ("id", "namespace", "context_key", "model", "prompt", "response", "created_at", "expires_at", "hits",
+                "prompt_vector", "context_vector", "context_text", "embedding_model")
+_HOT_SELECT = ", ".join(_HOT_COLUMNS)
+
+
+def _tuple_to_entry(row: tuple[object, ...]) -> StoredEntry:
+    (entry_id, namespace, context_key, model, prompt, response, created_at, expires_at, hits, prompt_vector,
+     context_vector, context_text, embedding_model) = row
+    return StoredEntry(
+        entry_id=int(entry_id),  # type: ignore[call-overload]
+        namespace=str(namespace),
+        context_key=str(context_key),
+        model=str(model),
+        prompt=str(prompt),
+        response=jsonio.loads(str(response)),
+        created_at=float(created_at),  # type: ignore[arg-type]
+        expires_at=None if expires_at is None else float(expires_at),  # type: ignore[arg-type]
+        hits=int(hits or 0),  # type: ignore[call-overload]
+        prompt_vector=_vector(prompt_vector),
+        context_vector=_vector(context_vector),
+        context_text=None if context_text is None else str(context_text),
+        embedding_model=str(embedding_model or BUNDLED_MODEL_ID),
+    )
+
+
 def delete_entries(conn: Connection, condition: ColumnElement[bool], at: float) -> list[Tombstone]:
     """Delete the entries matching `condition` inside the caller's transaction, leaving a tombstone for each."""
     rows = conn.execute(select(entries.c.id, entries.c.exact_key).where(condition)).all()
@@ -211,12 +238,41 @@ class EntryStore:
         """The entries of `entry_ids` that exist, by id, in one query (a lookup's candidates)."""
         if not entry_ids:
             return {}
-        with store_errors("read entries"), self.engine.connect() as conn:
-            rows = conn.execute(select(entries).where(entries.c.id.in_(list(entry_ids)))).all()
-        return {entry.entry_id: entry for entry in map(_row_to_entry, rows)}
+        ids = [int(i) for i in entry_ids]
+        rows = self._hot_read("read entries", f"id IN ({', '.join([self._mark] * len(ids))})", ids)
+        return {entry.entry_id: entry for entry in map(_tuple_to_entry, rows)}
 
     def get_by_exact(self, exact_key: str) -> StoredEntry | None:
-        return self._one(select(entries).where(entries.c.exact_key == exact_key))
+        rows = self._hot_read("read entry", f"exact_key = {self._mark}", [exact_key])
+        return _tuple_to_entry(rows[0]) if rows else None
+
+    @cached_property
+    def _mark(self) -> str:
+        """The DB-API's placeholder: `?` (sqlite3) or `%s` (psycopg2)."""
+        return "?" if self.engine.dialect.paramstyle == "qmark" else "%s"
+
+    def _hot_read(self, action: str, where: str, params: Sequence[object]) -> list[tuple[object, ...]]:
+        """The rows of a read on every lookup's path (`_HOT_COLUMNS`, in that order), through the DB-API cursor of a
+        pooled connection: building and compiling the SQLAlchemy statement cost several times the query itself
+        (a candidate read: 180 µs against 30 µs on SQLite). Failures are `StoreUnavailable`, as everywhere."""
+        dbapi_error = self.engine.dialect.loaded_dbapi.Error
+        try:
+            conn = self.engine.raw_connection()
+        except SQLAlchemyError as exc:
+            raise StoreUnavailable(f"cannot {action}: {exc}") from exc
+        try:
+            cursor = conn.cursor()
+            try:
+                cursor.execute(f"SELECT {_HOT_SELECT} FROM {entries.name} WHERE {where}", params)
+                rows = [tuple(row) for row in cursor.fetchall()]
+            finally:
+                cursor.close()
+        except dbapi_error as exc:
+            conn.invalidate(exc)
+            raise StoreUnavailable(f"cannot {action}: {exc}") from exc
+        finally:
+            conn.close()
+        return rows
 
     def _one(self, query: object) -> StoredEntry | None:
         with store_errors("read entry"), self.engine.connect() as conn:
