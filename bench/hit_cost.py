@@ -19,6 +19,8 @@ import argparse
 import json
 import socket
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -33,8 +35,9 @@ from eval.sources import langcache, qqp
 from index.embedding.batching import available_cores, embedding_threads
 from index.embedding.embedder import OnnxMiniLMEmbedder
 from index.guards.form import same_content
-from support.services import REPO, GatewayProcess
+from support.services import REPO, GatewayProcess, free_port
 from support.stub_upstream import StubUpstream
+from support.waiting import wait_for
 
 KEY = "sk-bench-hit-cost"
 SHARED = REPO.parent / "shared" / "datasets"
@@ -44,6 +47,51 @@ EXACT_STAGES = ("auth", "parse", "key", "exact", "log", "respond")
 SEMANTIC_STAGES = ("auth", "parse", "key", "exact", "pool", "embed", "search", "fetch", "decide", "log", "respond")
 # What comes after the embedding and the search: the part of a semantic hit the goal holds to microseconds.
 AFTER_SEARCH = ("fetch", "decide", "log", "respond")
+
+
+# The floor under any gateway on this machine: a bare Starlette app that reads the body and answers a stored JSON
+# body with the same headers, served by the same uvicorn, asked by the same clients in the same rounds.
+FLOOR_APP = """
+from starlette.applications import Starlette
+from starlette.responses import Response
+from starlette.routing import Route
+
+BODY = b'{"id":"chatcmpl-floor","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant",' \\
+    b'"content":"answer"},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":1}}'
+
+
+async def chat(request):
+    await request.body()
+    return Response(BODY, media_type="application/json", headers={"X-Deja-Cache": "hit-exact"})
+
+
+app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+"""
+
+
+class Floor:
+    """`FLOOR_APP` under uvicorn in a subprocess, with the clients a `Side` has (the floor's figures say what the
+    HTTP server, the framework and the clients cost by themselves)."""
+
+    def __init__(self, folder: Path) -> None:
+        (folder / "floor_app.py").write_text(FLOOR_APP)
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "floor_app:app", "--port", str(self.port), "--log-level", "warning",
+             "--no-access-log"], cwd=folder)
+        self.url = f"http://127.0.0.1:{self.port}"
+        if not wait_for(self._ready, 30, interval=0.1):
+            raise RuntimeError("the floor app did not start")
+
+    def _ready(self) -> bool:
+        try:
+            return httpx.post(self.url + "/v1/chat/completions", json={}, timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
 
 
 def paraphrases(shared: Path, limit: int) -> list[tuple[str, str]]:
@@ -78,11 +126,10 @@ class Side:
     """One gateway and two keep-alive clients to it: httpx, and a raw socket (`ask` and `ask_raw` return the
     verdict, the wall time in ms and the gateway's stages)."""
 
-    def __init__(self, name: str, gateway: GatewayProcess) -> None:
+    def __init__(self, name: str, url: str) -> None:
         self.name = name
-        self.gateway = gateway
-        self.client = httpx.Client(base_url=gateway.url, headers={"Authorization": f"Bearer {KEY}"}, timeout=60)
-        parts = urlsplit(gateway.url)
+        self.client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEY}"}, timeout=60)
+        parts = urlsplit(url)
         self.host = parts.netloc
         self.raw = socket.create_connection((parts.hostname, parts.port), timeout=60)
         self.raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -127,6 +174,8 @@ def measure(sides: list[Side], pairs: list[tuple[str, str]], embed: Callable[[st
     """Per side: `exact`, `exact_raw`, `semantic` (client ms) and `<kind>:<stage>` (the gateway's ms); `embed`
     under "embedder". A paraphrase counts only where every side served it as a semantic hit."""
     samples: Samples = defaultdict(lambda: defaultdict(list))
+    floor = [side for side in sides if side.name == "floor"]
+    sides = [side for side in sides if side.name != "floor"]
     for side in sides:
         for stored, _ in pairs:
             assert side.ask(stored)[0] == "miss"
@@ -136,6 +185,9 @@ def measure(sides: list[Side], pairs: list[tuple[str, str]], embed: Callable[[st
         embed(paraphrase)
         embed_ms = (time.perf_counter() - started) * 1000
         semantic: list[tuple[Side, float, dict[str, float]]] = []
+        for side in floor:
+            samples[side.name]["exact"].append(side.ask(stored)[1])
+            samples[side.name]["exact_raw"].append(side.ask_raw(chat_request(side.host, KEY, stored))[1])
         for side in sides[i % 2:] + sides[:i % 2]:  # each side goes first every other pair
             verdict, ms, timed = side.ask(stored)
             assert verdict == "hit-exact", verdict
@@ -174,6 +226,10 @@ def summary(samples: Samples) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {
         "embedder": {"embed_p50_ms": round(embed, 3), "paraphrases_served": len(samples["embedder"]["embed"])}}
     for name, by in samples.items():
+        if name == "floor":
+            out[name] = {"exact_p50_ms": round(_p50(by["exact"]), 3),
+                         "exact_raw_p50_ms": round(_p50(by["exact_raw"]), 3)}
+            continue
         if name == "embedder":
             continue
         exact, semantic = _p50(by["exact"]), _p50(by["semantic"])
@@ -195,6 +251,10 @@ def report(result: dict[str, dict[str, float]]) -> str:
     lines = [f"embedder alone (ONNX int8, the same paraphrase, this process): p50 {embed:.2f} ms; "
              f"paraphrases every side served: {result['embedder']['paraphrases_served']:.0f}"]
     for name, row in result.items():
+        if name == "floor":
+            lines.append(f"[floor: a bare Starlette app under uvicorn, the same clients] answer p50 "
+                         f"{row['exact_p50_ms']:.3f} ms (raw client {row['exact_raw_p50_ms']:.3f} ms)")
+            continue
         if name == "embedder":
             continue
         lines += [f"[{name}] exact p50 {row['exact_p50_ms']:.3f} ms (raw client {row['exact_raw_p50_ms']:.3f} ms); "
@@ -234,13 +294,17 @@ def main() -> None:
             env = {"DEJA_UPSTREAM_URL": stub.url, "DEJA_DATA_DIR": str(Path(tmp) / name),
                    "DEJA_LOG_LEVEL": "warning", "DEJA_AUDIT_RATE": "0"}
             gateways.append(GatewayProcess(env, Path(tmp) / f"{name}.log", source=tree).start())
-        sides = [Side(name, gateway) for name, gateway in zip(trees, gateways, strict=True)]
+        floor = Floor(Path(tmp))
+        sides = [Side(name, gateway.url) for name, gateway in zip(trees, gateways, strict=True)]
+        sides.append(Side("floor", floor.url))
         try:
             result = summary(measure(sides, pairs, lambda text: embedder.embed([text])))
         finally:
             for side in sides:
                 side.close()
-                side.gateway.stop()
+            for gateway in gateways:
+                gateway.stop()
+            floor.stop()
     print(json.dumps(result, indent=1) if args.json else report(result))
 
 

@@ -78,20 +78,13 @@ class Gateway:
             return joined
         lookup = Lookup(Verdict.BYPASS)
         if exchange.key.mode is not LookupMode.BYPASS and exchange.directives.lookup:
-            policy = self.rt.thresholds.policy_for(exchange.key.namespace)
-            # Semantic lookups embed and judge; exact-only ones are cheap. A held slot covers its own lookup.
-            heavy = exchange.key.mode is LookupMode.FULL and not holding
-            with self.rt.heavy.enter(exchange.key.namespace) if heavy else nullcontext(True) as admitted:
-                if not admitted:  # over its namespace's share of the CPU: exact only, never waiting
-                    exchange = _exact_only(exchange, BUSY_REASON)
-                inline = self._inline_exact(exchange.key)
-                if inline is not None:
-                    lookup = inline
-                else:
-                    started = time.perf_counter()
-                    lookup = await run_in_threadpool(self.cache.lookup, exchange.key, policy)
-                    # The hops to the thread pool and back: the lookup's wall time its own stages do not account for.
-                    timings["pool"] = (time.perf_counter() - started) * 1000 - sum(lookup.timings_ms.values())
+            # An exact hit in the in-process tier needs nothing else: no policy, no slot, no thread.
+            inline = self._inline_exact(exchange.key)
+            policy = self.rt.policy if inline is not None else self.rt.thresholds.policy_for(exchange.key.namespace)
+            if inline is not None:
+                lookup = inline
+            else:
+                lookup, exchange = await self._lookup(exchange, policy, holding)
             timings.update(lookup.timings_ms)
             started = time.perf_counter()
             self.observer.lookup(exchange, lookup, policy.min_similarity)
@@ -114,6 +107,20 @@ class Gateway:
             if flight is not None:
                 flight.settle(None)
             raise
+
+    async def _lookup(self, exchange: Exchange, policy: MatchPolicy, holding: bool) -> tuple[Lookup, Exchange]:
+        """The lookup on the thread pool (Redis, SQL, the semantic tier), and the exchange as it then stands (exact
+        only when its namespace is over its share of the CPU)."""
+        # Semantic lookups embed and decide; exact-only ones are cheap. A held slot covers its own lookup.
+        heavy = exchange.key.mode is LookupMode.FULL and not holding
+        with self.rt.heavy.enter(exchange.key.namespace) if heavy else nullcontext(True) as admitted:
+            if not admitted:  # over its namespace's share of the CPU: exact only, never waiting
+                exchange = _exact_only(exchange, BUSY_REASON)
+            started = time.perf_counter()
+            lookup = await run_in_threadpool(self.cache.lookup, exchange.key, policy)
+        # The hops to the thread pool and back: the lookup's wall time its own stages do not account for.
+        exchange.timings["pool"] = (time.perf_counter() - started) * 1000 - sum(lookup.timings_ms.values())
+        return lookup, exchange
 
     async def _join(self, exchange: Exchange) -> Response | None:
         """The answer of an identical request already upstream, once it arrives; None when there is none in

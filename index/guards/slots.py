@@ -123,7 +123,7 @@ def _opposed(changed: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> ChangedS
     wordnet = load_wordnet()
     for x in removed:
         for y in added:
-            if wordnet.relation(x, y) is Relation.ANTONYM:
+            if wordnet.opposed(x, y):
                 return ChangedSlot(x, y, str(Relation.ANTONYM))
     quantifiers = [{_QUANTITY[w] for span in sides for w in span if w in _QUANTIFIERS}
                    for sides in zip(*changed, strict=True)]

@@ -41,8 +41,7 @@ class _Word:
     bases: tuple[str, ...]  # in morphy's order: the word, its irregular bases, the regular rules
     synsets: frozenset[str]
     antonyms: frozenset[str]
-    broader: frozenset[str]  # hypernyms within _BROADER_STEPS
-    near: frozenset[str]  # hypernyms within _SIBLING_STEPS
+    common: frozenset[str]  # the synsets of each base's most frequent senses
 
 
 def _normal(word: str) -> str:
@@ -63,6 +62,9 @@ class WordNet:
         self._word = lru_cache(maxsize=_CACHE_SIZE)(self._compute_word)
         self._relation = lru_cache(maxsize=_CACHE_SIZE)(self._compute_relation)
         self._ancestors = lru_cache(maxsize=_CACHE_SIZE)(self._compute_ancestors)
+        self._broader = lru_cache(maxsize=_CACHE_SIZE)(self._compute_broader)
+        self._near = lru_cache(maxsize=_CACHE_SIZE)(self._compute_near)
+        self._opposed = lru_cache(maxsize=_CACHE_SIZE)(self._compute_opposed)
 
     def __contains__(self, word: str) -> bool:
         return bool(self.base_forms(word))
@@ -117,7 +119,28 @@ class WordNet:
         # Siblings by the most frequent senses only: every sense of a common word reaches half the lexicon
         # ("turn" and "enable" share a hypernym through rare senses), its usual senses say what it names.
         common = frozenset(s for base in bases for s in self._lemmas[base][:_COMMON_SENSES])
-        return _Word(bases, synsets, antonyms, self._up(synsets, _BROADER_STEPS), self._up(common, _SIBLING_STEPS))
+        return _Word(bases, synsets, antonyms, common)
+
+    def _compute_broader(self, word: str) -> frozenset[str]:
+        """Hypernyms within `_BROADER_STEPS` of every sense (read only once a pair is neither the same word, nor
+        synonyms, nor antonyms: the ancestors are most of the cost of a relation)."""
+        return self._up(self._word(word).synsets, _BROADER_STEPS)
+
+    def _compute_near(self, word: str) -> frozenset[str]:
+        """Hypernyms within `_SIBLING_STEPS` of the most frequent senses."""
+        return self._up(self._word(word).common, _SIBLING_STEPS)
+
+    def opposed(self, a: str, b: str) -> bool:
+        """Whether `relation(a, b)` is ANTONYM, without reading the hypernyms the other relations need."""
+        return self._opposed(_normal(a), _normal(b))
+
+    def _compute_opposed(self, a: str, b: str) -> bool:
+        if a == b:
+            return False
+        wa, wb = self._word(a), self._word(b)
+        if not wa.synsets or not wb.synsets or not set(wa.bases).isdisjoint(wb.bases) or wa.synsets & wb.synsets:
+            return False
+        return bool(wa.antonyms & wb.synsets or wb.antonyms & wa.synsets)
 
     def _compute_relation(self, a: str, b: str) -> Relation:
         if a == b:
@@ -131,9 +154,9 @@ class WordNet:
             return Relation.SYNONYM
         if wa.antonyms & wb.synsets or wb.antonyms & wa.synsets:
             return Relation.ANTONYM
-        if wa.broader & wb.synsets or wb.broader & wa.synsets:
+        if self._broader(a) & wb.synsets or self._broader(b) & wa.synsets:
             return Relation.BROADER
-        if wa.near & wb.near:
+        if self._near(a) & self._near(b):
             return Relation.SIBLING
         return Relation.UNRELATED
 
