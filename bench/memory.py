@@ -32,7 +32,7 @@ import redis
 from index.records import CachedResponse, CacheEntry
 from index.search.hnsw import HnswParams, SemanticIndex
 from index.storage.entries import EntryStore, make_engine
-from index.storage.exact import RedisExactCache
+from index.storage.redis_exact import RedisExactCache
 
 DIM = 384
 MB = 1024 * 1024

@@ -40,7 +40,7 @@ from index.storage.decision_log import DecisionLog, DecisionRecord
 from index.storage.differences import SqlDifferenceLog
 from index.storage.entries import EntryStore, make_engine
 from index.storage.evidence import EvidenceLog
-from index.storage.exact import ExactCache, LruExactCache, RedisExactCache
+from index.storage.exact import ExactCache, LruExactCache
 from index.storage.secret import check_secret
 from service.budget import BudgetKeeper
 from service.credentials import credential_policy
@@ -101,7 +101,11 @@ def build_index(settings: Settings, engine: Engine, embedder: Embedder) -> Vecto
 
 
 def build_exact(settings: Settings) -> ExactCache:
-    return RedisExactCache(settings.redis_url) if settings.redis_url else LruExactCache(settings.exact_max_items)
+    if not settings.redis_url:
+        return LruExactCache(settings.exact_max_items)
+    from index.storage.redis_exact import RedisExactCache  # redis-py only when Redis is configured
+
+    return RedisExactCache(settings.redis_url)
 
 
 class Runtime:

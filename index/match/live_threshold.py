@@ -25,10 +25,10 @@ holds there when it is at most the budget.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import ndtri
 
 from index.match.evidence import BAND_WIDTH, Evidence
 from index.match.policy import MatchPolicy
@@ -239,6 +239,6 @@ def _labels_to_trust(evidence: Evidence, column: Floats, index: int, config: Lea
     if np.mean(column <= config.budget) >= config.confidence:
         return missing
     have = sum(b.labels for b in evidence.bands[index:]) + config.prior_strength
-    z = float(ndtri(config.confidence))
+    z = NormalDist().inv_cdf(config.confidence)
     need = have * (z * spread / (config.budget - mean)) ** 2
     return max(1, missing, int(np.ceil(need - have)))

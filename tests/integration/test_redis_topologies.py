@@ -17,7 +17,7 @@ from redis.retry import Retry
 
 from index.errors import StoreUnavailable
 from index.records import CachedResponse
-from index.storage.exact import RedisExactCache
+from index.storage.redis_exact import RedisExactCache
 from support.services import free_port
 
 pytestmark = [pytest.mark.integration,
