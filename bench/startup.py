@@ -83,39 +83,53 @@ def build_snapshot(url: str, folder: Path, model_id: str, chunk: int = 50_000) -
     return time.perf_counter() - started
 
 
-@dataclass(frozen=True)
+@dataclass
 class Start:
     seconds: float
     rss_mb: float
     from_snapshot: bool
+    url: str = ""
+    proc: subprocess.Popen[bytes] | None = None
+
+    def stop(self) -> None:
+        """Stop a gateway `start_once(..., keep=True)` left running (graceful: the lifespan saves the snapshot)."""
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=900)
+            self.proc = None
 
 
-def start_once(env: dict[str, str], log: Path, timeout: float) -> Start:
+def start_once(env: dict[str, str], log: Path, timeout: float, keep: bool = False) -> Start:
+    """Start a gateway and time it to `/readyz`; stopped again unless `keep` (then `Start.stop` stops it)."""
     port = free_port()
+    url = f"http://127.0.0.1:{port}"
     started = time.perf_counter()
     with log.open("ab") as out:
         proc = subprocess.Popen([sys.executable, "-m", "service", "serve", "--host", "127.0.0.1", "--port",
                                  str(port)], env={**os.environ, **env}, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+    start = Start(0.0, 0.0, False, url, proc)
     try:
         while time.perf_counter() - started < timeout:
             if proc.poll() is not None:
                 raise RuntimeError(f"gateway exited: {log.read_text()[-2000:]}")
             try:
-                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                if httpx.get(url + "/readyz", timeout=1).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
             time.sleep(0.05)
         else:
             raise RuntimeError("gateway not ready in time")
-        seconds = time.perf_counter() - started
-        rss = psutil.Process(proc.pid).memory_info().rss / 2**20
-    finally:
-        proc.terminate()  # graceful: the lifespan saves the snapshot
-        proc.wait(timeout=900)
-    lines = log.read_text().splitlines()
-    ready = [line for line in lines if "index ready" in line]
-    return Start(seconds, rss, bool(ready) and "from snapshot" in ready[-1])
+        start.seconds = time.perf_counter() - started
+        start.rss_mb = psutil.Process(proc.pid).memory_info().rss / 2**20
+    except BaseException:
+        start.stop()
+        raise
+    if not keep:
+        start.stop()
+    ready = [line for line in log.read_text().splitlines() if "index ready" in line]
+    start.from_snapshot = bool(ready) and "from snapshot" in ready[-1]
+    return start
 
 
 def main() -> None:

@@ -150,7 +150,8 @@ class SemanticIndex:
 
     @classmethod
     def load(cls, path: Path, dim: int, params: HnswParams, contents: IndexContents) -> SemanticIndex:
-        """An index from a file written by `save` (the caller has checked the file's integrity)."""
+        """An index from a file written by `save` (its integrity is checked by the caller, before or while it loads:
+        `index.search.snapshot`)."""
         index = cls(dim, params)
         graph = hnswlib.Index(space="ip", dim=dim)
         graph.load_index(str(path), max_elements=0, allow_replace_deleted=True)
@@ -159,12 +160,16 @@ class SemanticIndex:
         graph.set_ef(params.ef_search)
         index._index = graph
         names = contents.scopes
-        scope_of = index._scope_of
-        members = index._members
-        for entry_id, code in zip(contents.ids.tolist(), contents.scope_codes.tolist(), strict=True):
-            scope = names[code]
-            scope_of[entry_id] = scope
-            members[scope].add(entry_id)
+        ids, codes = contents.ids, contents.scope_codes
+        # Built in C (a million entries: a fraction of a Python loop over them): the scope of each id, then each
+        # scope's ids from one stable sort by scope code.
+        index._scope_of = dict(zip(ids.tolist(), map(names.__getitem__, codes.tolist()), strict=True))
+        if len(ids):
+            order = np.argsort(codes, kind="stable")
+            starts = np.concatenate(([0], np.flatnonzero(np.diff(codes[order])) + 1))
+            groups = np.split(ids[order], starts[1:])
+            index._members.update((names[int(code)], set(group.tolist()))
+                                  for code, group in zip(codes[order][starts], groups, strict=True))
         index._max_id = contents.max_id
         return index
 
