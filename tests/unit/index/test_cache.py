@@ -144,6 +144,11 @@ def test_a_failed_sql_call_is_store_unavailable_naming_what_failed(tmp_path: Pat
         store.get(1)
     with pytest.raises(StoreUnavailable, match=r"^cannot count entries: "):
         store.count()
+    # The two reads on every lookup's path go through the DB-API cursor: the same error, the same words.
+    with pytest.raises(StoreUnavailable, match=r"^cannot read entry: "):
+        store.get_by_exact("0" * 64)
+    with pytest.raises(StoreUnavailable, match=r"^cannot read entries: "):
+        store.get_many([1, 2])
 
 
 def _guarded_cache(tmp_path: Path) -> Cache:
