@@ -132,6 +132,12 @@ def stem(word: str) -> str:
     return base
 
 
+# A request's text is read by several steps and rule stages, and a cached prompt by every request it meets: each
+# text is normalised and split once while it is in use (bounded; the functions are pure).
+_TEXTS = 16384
+
+
+@lru_cache(maxsize=_TEXTS)
 def normalize(text: str) -> str:
     """Lowercase, unify apostrophes, expand contractions and drop a trailing tag question."""
     text = text.translate(_APOSTROPHES).lower().strip()
@@ -143,6 +149,7 @@ def normalize(text: str) -> str:
     return _CONTRACTION.sub(_expand, text)
 
 
+@lru_cache(maxsize=_TEXTS)
 def words(text: str) -> tuple[str, ...]:
     """Lowercase word tokens of `text` after `normalize`; hyphens and punctuation split words."""
     return tuple(_WORD.findall(normalize(text)))
