@@ -4,7 +4,7 @@ both backends' vectors, side by side in one run, with every pair whose decision 
 
     .venv/bin/python -m bench.embedder_decisions [--datasets datasets/pairs-dev.jsonl,datasets/conv-dev.jsonl]
 
-Each comparable pair is offered to `index.match.decide` as one candidate (multi-turn pairs with their contexts).
+Each comparable pair is offered to the gateway's Matcher as one candidate (multi-turn pairs with their contexts).
 `python -m eval replay --stream datasets/trace2.jsonl --part dev --embedder minilm|minilm-onnx` gives the trace
 side (README, "Embedder backends").
 """
@@ -15,11 +15,11 @@ import argparse
 from pathlib import Path
 
 from eval.datasets import load_pairs
-from eval.sweep import ScoredPair, score_pairs
+from eval.product import matcher_for
+from eval.sweep import ScoredPair, decide_pair, score_pairs
 from index.embedding.embedder import Embedder, MiniLMEmbedder, OnnxMiniLMEmbedder
 from index.guards.registry import build_stages
-from index.match.decide import Deciders, decide
-from index.match.outcome import Candidate
+from index.match.decide import Deciders
 from index.match.policy import DEFAULT_GUARDED_MIN_SIMILARITY, DEFAULT_MIN_SIMILARITY, MatchPolicy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,14 +28,11 @@ STAGES = ("polarity", "values")
 
 def decisions(scored: tuple[ScoredPair, ...], deciders: Deciders) -> tuple[list[bool], list[bool]]:
     """(guarded hit, cosine-rule hit at its default threshold, before veto stages) per pair."""
-    policy = MatchPolicy(DEFAULT_GUARDED_MIN_SIMILARITY, stages=STAGES)
+    matcher = matcher_for(MatchPolicy(DEFAULT_GUARDED_MIN_SIMILARITY, stages=STAGES), deciders)
     guarded = []
     for item in scored:
-        if item.similarity is None or item.veto is not None:
-            guarded.append(False)
-            continue
-        candidate = Candidate(0, item.pair.a.prompt, item.similarity, item.context_a, item.context_similarity)
-        guarded.append(decide(item.pair.b.prompt, [candidate], policy, deciders, item.context_b).hit)
+        decision = decide_pair(matcher, item, 0)
+        guarded.append(decision is not None and decision.hit)
     cosine = [s.similarity is not None and s.similarity >= DEFAULT_MIN_SIMILARITY for s in scored]
     return guarded, cosine
 

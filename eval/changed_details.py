@@ -1,7 +1,8 @@
 """Changed details at the defaults (`eval details`): every must-not pair of the sets the team did not write (the
 SGD dev dialogues' twins and other-state pairs, CheckList, CANNOT, SemAntoNeg, Breaking NLI, CondaQA) and of our
-own (minimal pairs, conversations), decided one by one as the gateway decides a cold candidate; per source, split
-and kind, how many were served. The suite fails when a rate passes the budget (tests/integration).
+own (minimal pairs, conversations), decided one by one as the gateway's Matcher decides a cold candidate
+(`eval.product`); per source, split and kind, how many were served. The suite fails when a rate passes the budget
+(tests/integration).
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from eval.sgd import other_states, slot_twins
 from eval.sources import Origin, Source, conversations, split_of
 from eval.tables import TableData, pct
 from index.embedding.embedder import Embedder
-from index.match.decide import Deciders
-from index.match.policy import MatchPolicy
+from index.match.matcher import Matcher
 
 # A kind's own rate is gated from this many must-not pairs up (below, one served pair is several points).
 MIN_KIND_PAIRS = 50
@@ -73,12 +73,12 @@ def detail_sources(shared: Path, datasets: Path, seed: int = 0) -> tuple[list[So
     return [*found, *our_sources(datasets)], notes
 
 
-def run_details(sources: Sequence[Source], embedder: Embedder, policy: MatchPolicy,
-                deciders: Deciders) -> list[DetailRow]:
-    """Rows per source and split: `*` (every must-not kind but the known gaps) first, then each kind."""
+def run_details(sources: Sequence[Source], embedder: Embedder, matcher: Matcher) -> list[DetailRow]:
+    """Rows per source and split, each pair decided through `matcher` (`eval.product.matcher_for`): `*` (every
+    must-not kind but the known gaps) first, then each kind."""
     rows: list[DetailRow] = []
     for source in sources:
-        report = run_conversations(source.pairs, embedder, policy, deciders)
+        report = run_conversations(source.pairs, embedder, matcher)
         kinds = report.kinds()
         must = [(kind, n, served) for kind, same, n, served in kinds
                 if not same and (source.name, kind) not in KNOWN_GAPS]

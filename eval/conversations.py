@@ -3,7 +3,8 @@ pairs are served, how many must-not pairs are, per kind, and why the rest were n
 veto), so a change of the context rule is read off one table.
 
 Each pair is keyed and scored as the gateway's semantic tier does (`eval.sweep.score_pairs`: last message and
-relevant context), the first conversation as the cached candidate, and decided by `index.match.decide`.
+relevant context), the first conversation as the cached candidate, and decided by the gateway's Matcher
+(`eval.product`: a cold namespace, at the prior).
 """
 
 from __future__ import annotations
@@ -13,12 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from eval.datasets import LabeledPair
-from eval.sweep import ScoredPair, score_pairs
+from eval.sweep import ScoredPair, decide_pair, score_pairs
 from eval.tables import TableData, pct
 from index.embedding.embedder import Embedder
-from index.match.decide import Deciders, decide
-from index.match.outcome import Candidate
-from index.match.policy import MatchPolicy
+from index.match.matcher import Matcher
 
 NO_CANDIDATE = "no candidate"
 
@@ -52,20 +51,18 @@ class ConversationReport:
         return Counter(o.why for o in self.outcomes if o.pair.same_answer is same_answer and not o.served)
 
 
-def run_conversations(pairs: Sequence[LabeledPair], embedder: Embedder, policy: MatchPolicy,
-                      deciders: Deciders) -> ConversationReport:
-    """Decide every pair (`b` asked after `a` was cached) with `policy` and `deciders`."""
-    return ConversationReport(tuple(_outcome(item, index, policy, deciders)
+def run_conversations(pairs: Sequence[LabeledPair], embedder: Embedder, matcher: Matcher) -> ConversationReport:
+    """Decide every pair (`b` asked after `a` was cached) through `matcher` (`eval.product.matcher_for`)."""
+    return ConversationReport(tuple(_outcome(item, index, matcher)
                                     for index, item in enumerate(score_pairs(pairs, embedder))))
 
 
-def _outcome(item: ScoredPair, index: int, policy: MatchPolicy, deciders: Deciders) -> PairOutcome:
-    if item.similarity is None or item.veto is not None:
+def _outcome(item: ScoredPair, index: int, matcher: Matcher) -> PairOutcome:
+    decision = decide_pair(matcher, item, index)
+    if decision is None:
         return PairOutcome(item.pair, False, item.veto or NO_CANDIDATE)
-    pair = item.pair
-    candidate = Candidate(index, pair.a.prompt, item.similarity, item.context_a, item.context_similarity)
-    decision = decide(pair.b.prompt, [candidate], policy, deciders, item.context_b)
-    return PairOutcome(pair, decision.hit, "hit" if decision.hit else decision.vetoed_by or decision.reason.value)
+    return PairOutcome(item.pair, decision.hit,
+                       "hit" if decision.hit else decision.vetoed_by or decision.reason.value)
 
 
 def kind_table(report: ConversationReport, title: str) -> TableData:

@@ -21,15 +21,14 @@ def conversations(
     from eval.cli_common import out, print_table, settings_from_env
     from eval.conversations import kind_table, miss_table, run_conversations
     from eval.datasets import load_pairs
-    from index.guards.registry import build_stages
-    from index.match.decide import Deciders
+    from eval.product import ProductConfig, build
 
     settings = settings_from_env()
-    policy = settings.policy()
-    deciders = Deciders(build_stages(policy.stages))
+    product = build(ProductConfig.from_settings(settings))
+    policy = product.config.policy
     model = make_embedder(embedder)
     console = out()
     for path in dataset:
-        report = run_conversations(load_pairs(path), model, policy, deciders)
+        report = run_conversations(load_pairs(path), model, product.matcher)
         print_table(console, kind_table(report, f"{path.name} at the defaults ({policy.describe()})"))
         print_table(console, miss_table(report))

@@ -25,14 +25,14 @@ def details(
 
     from eval.changed_details import detail_sources, detail_table, over_budget, run_details
     from eval.cli_common import out, print_table, settings_from_env
-    from index.guards.registry import build_stages
-    from index.match.decide import Deciders
+    from eval.product import ProductConfig, build
 
-    policy = settings_from_env().policy()
+    product = build(ProductConfig.from_settings(settings_from_env()))
+    policy = product.config.policy
     sources, notes = detail_sources(shared, datasets)
     for note in notes:
         print(note, file=sys.stderr)
-    rows = run_details(sources, make_embedder(embedder), policy, Deciders(build_stages(policy.stages)))
+    rows = run_details(sources, make_embedder(embedder), product.matcher)
     print_table(out(), detail_table(rows, policy.max_false_hit_rate))
     broken = over_budget(rows, policy.max_false_hit_rate)
     if broken:

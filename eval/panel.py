@@ -14,14 +14,13 @@ from dataclasses import dataclass
 
 from eval.embedding import MemoEmbedder, embed_unique
 from eval.metrics import clopper_pearson_upper
+from eval.product import matcher_for
 from eval.replay import ReplayConfig, run_replay
 from eval.sources import Origin, Source
-from eval.sweep import ScoredPair, score_pairs
+from eval.sweep import ScoredPair, decide_pair, score_pairs
 from eval.vcache import run_vcache
 from index.embedding.embedder import Embedder
 from index.guards.registry import build_stages
-from index.match.decide import Deciders, decide
-from index.match.outcome import Candidate
 from index.match.policy import DecisionMode, MatchPolicy
 
 DEFAULT = "default"
@@ -160,16 +159,12 @@ def _trace_cell(source: Source, embedder: Embedder, entrant: Contender) -> Cell 
 
 def _pairs_cell(scored: Sequence[ScoredPair], entrant: Contender) -> Cell:
     assert entrant.policy is not None
-    policy = entrant.policy
-    deciders = Deciders(build_stages(policy.stages))
+    matcher = matcher_for(entrant.policy)
     served = correct = 0
     for index, item in enumerate(scored):
-        if item.similarity is None or item.veto is not None:
-            continue
-        pair = item.pair
-        candidate = Candidate(index, pair.a.prompt, item.similarity, item.context_a, item.context_similarity)
-        if decide(pair.b.prompt, [candidate], policy, deciders, item.context_b).hit:
+        decision = decide_pair(matcher, item, index)
+        if decision is not None and decision.hit:
             served += 1
-            correct += pair.same_answer
+            correct += item.pair.same_answer
     same = sum(1 for item in scored if item.pair.same_answer)
     return Cell(entrant.name, served, correct, same)

@@ -1,4 +1,5 @@
-"""Threshold sweep: embed once, then score every threshold through the gateway's own `decide`.
+"""Threshold sweep: embed once, then score every threshold through the gateway's own Matcher (at a fixed policy,
+the learner off: `eval.product`).
 
 A pair `(a, b)` is read as "a is cached, b arrives": the gateway serves a's answer for b on a hit.
 Pairs the gateway could not compare (different system prompt or parameters, tool conversations with different
@@ -17,11 +18,13 @@ import numpy as np
 from eval.datasets import Conversation, LabeledPair
 from eval.embedding import Progress, embed_unique, unique_texts
 from eval.metrics import f1, pr_auc, rate, roc_auc, wilson_upper
+from eval.product import NAMESPACE, matcher_for
 from index.embedding.embedder import Embedder, Vector
 from index.guards.registry import context_stages
 from index.guards.stages import MemoStage, Stage
-from index.match.decide import Deciders, decide
-from index.match.outcome import Candidate
+from index.match.decide import Deciders
+from index.match.matcher import Matcher, MatchRequest
+from index.match.outcome import Candidate, Decision
 from index.match.policy import COSINE_POLICY, MatchPolicy
 from index.request.keys import CacheKey, ContextMatch, LookupMode, build_key
 
@@ -153,7 +156,18 @@ def kind_key(kind: str, same_answer: bool) -> tuple[int, int, str]:
 def request_key(side: Conversation, context_match: ContextMatch) -> CacheKey:
     """The gateway's key for one side of a pair (same namespace and model for both sides)."""
     body = {"model": "eval", "messages": [{"role": m.role, "content": m.content} for m in side.messages]}
-    return build_key("eval", body, context_match)
+    return build_key(NAMESPACE, body, context_match)
+
+
+def decide_pair(matcher: Matcher, item: ScoredPair, index: int) -> Decision | None:
+    """A pair as the gateway decides it, `a` cached and `b` asked: `a` is the one candidate offered to the Matcher,
+    which decides `b` under the policy it holds for the namespace (a conversation's adjusted). None when the gateway
+    would find no candidate (contexts it cannot compare) or the pair carries a veto no threshold lifts."""
+    if item.similarity is None or item.veto is not None:
+        return None
+    pair = item.pair
+    candidate = Candidate(index, pair.a.prompt, item.similarity, item.context_a, item.context_similarity)
+    return matcher.decide(MatchRequest(pair.b.prompt, NAMESPACE, item.context_b), [candidate])
 
 
 def comparable_keys(pair: LabeledPair, context_match: ContextMatch) -> tuple[CacheKey, CacheKey] | None:
@@ -209,8 +223,8 @@ def run_sweep(
     confidence: float = 0.95,
     policy: MatchPolicy = COSINE_POLICY,
 ) -> Sweep:
-    """Score every threshold (ascending) through `decide` with `policy` at that threshold; each stage runs at
-    most once per pair."""
+    """Score every threshold (ascending) through the Matcher at `policy` at that threshold (fixed: the learner off);
+    each stage runs at most once per pair."""
     memo = tuple(MemoStage(stage) for stage in stages)
     memo_context = tuple(MemoStage(stage) for stage in context_stages(stages))
     same = sum(1 for item in scored if item.pair.same_answer)
@@ -229,14 +243,13 @@ def _point(
     confidence: float,
 ) -> SweepPoint:
     tally = _Tally(Counter(), Counter(), Counter())
+    matcher = matcher_for(policy, Deciders(tuple(stages), tuple(context_checks)), learn=False)
     for index, item in enumerate(scored):
         pair = item.pair
         tally.totals[pair.kind, pair.same_answer] += 1
-        if item.similarity is None or item.veto is not None:
+        decision = decide_pair(matcher, item, index)
+        if decision is None:
             continue  # contexts differ (the gateway finds no candidate) or a fixed veto: a miss
-        candidate = Candidate(index, pair.a.prompt, item.similarity, item.context_a, item.context_similarity)
-        decision = decide(pair.b.prompt, [candidate], policy, Deciders(tuple(stages), tuple(context_checks)),
-                          item.context_b)
         if decision.hit:
             tally.served[pair.kind, pair.same_answer] += 1
         elif decision.vetoed_by is not None:  # a veto (not a threshold)

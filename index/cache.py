@@ -16,9 +16,9 @@ from index.embedding.embedder import Embedder, combine
 from index.embedding.memo import DEFAULT_CONTEXT_MEMO_SIZE, ContextMemo
 from index.errors import Overloaded, StoreUnavailable
 from index.match.decide import Deciders
-from index.match.matcher import Matcher
+from index.match.matcher import Matcher, MatchRequest, Plan
 from index.match.outcome import Candidate, Lookup
-from index.match.policy import DEFAULT_CANDIDATES, DEFAULT_LOG_FLOOR, MatchPolicy
+from index.match.policy import MatchPolicy
 from index.records import CachedResponse, CacheEntry, Neighbor, QueryVectors, StoredEntry, Verdict
 from index.request.keys import CacheKey, LookupMode
 from index.search.sharding import Shard
@@ -31,12 +31,12 @@ log = logging.getLogger("deja.cache")
 
 @dataclass(frozen=True)
 class CacheConfig:
-    """Tunables of the pipeline. `ttl_seconds=None` keeps entries until evicted."""
+    """Tunables of the pipeline. `ttl_seconds=None` keeps entries until evicted. `policy` is the deployment's (the
+    prior of every namespace, and what keys read); which neighbours a lookup reads is the Matcher's
+    (`index.match.candidates.CandidateRule`)."""
 
     policy: MatchPolicy
     ttl_seconds: float | None = None
-    candidates: int = DEFAULT_CANDIDATES
-    log_floor: float = DEFAULT_LOG_FLOOR
     # The namespaces whose semantic index this replica holds (all by default); see `index.search.sharding`.
     shard: Shard = field(default_factory=Shard)
     # Context vectors memoised by exact text (`DEJA_CONTEXT_MEMO_SIZE`, 0 = off); see `index.embedding.memo`.
@@ -44,7 +44,8 @@ class CacheConfig:
 
 
 class Cache:
-    """Exact tier -> semantic tier (HNSW search, then `index.match.decide`) -> store. Thread-safe."""
+    """Exact tier -> semantic tier (HNSW search, then the `Matcher`) -> store. Thread-safe. The Matcher owns the
+    decision's inputs (the namespace's policy, which neighbours are candidates); the cache fetches rows."""
 
     def __init__(
         self,
@@ -98,8 +99,9 @@ class Cache:
                                 np.stack([i.vector for i in items]))
         return len(items)
 
-    def lookup(self, key: CacheKey, policy: MatchPolicy | None = None) -> Lookup:
-        """Find a stored answer for `key`; never raises for a failed backend (counted in `degraded`)."""
+    def lookup(self, key: CacheKey) -> Lookup:
+        """Find a stored answer for `key`; never raises for a failed backend (counted in `degraded`). A semantic
+        decision is the Matcher's, under the policy it carries (`Lookup.decision.policy`)."""
         if key.mode is LookupMode.BYPASS:
             return Lookup(Verdict.BYPASS)
         timings: dict[str, float] = {}
@@ -112,7 +114,7 @@ class Cache:
         if key.mode is not LookupMode.FULL or not self.config.shard.owns(key.namespace) or self._empty(key, degraded):
             return Lookup(Verdict.MISS, timings_ms=timings, degraded=tuple(degraded))
         try:
-            return self._semantic(key, policy or self.matcher.policy_for(key.namespace), timings, degraded)
+            return self._semantic(key, timings, degraded)
         except StoreUnavailable as exc:  # a shared index (pgvector) that failed: a counted miss
             log.warning("semantic index unavailable: %s", exc)
             return Lookup(Verdict.MISS, timings_ms=timings, degraded=(*degraded, "index"))
@@ -168,18 +170,18 @@ class Cache:
                 and stored.embedding_model == self.embedder.model_id):
             self.context_memo.put(stored.embedding_model, _context_input(stored.context_text), stored.context_vector)
 
-    def _semantic(self, key: CacheKey, policy: MatchPolicy, timings: dict[str, float], degraded: list[str]) -> Lookup:
+    def _semantic(self, key: CacheKey, timings: dict[str, float], degraded: list[str]) -> Lookup:
         t0 = time.perf_counter()
         vectors = self.embed_request(key)
         t1 = time.perf_counter()
-        k = max(self.config.candidates, policy.guarded_candidates) if policy.guarded else self.config.candidates
-        neighbors = self.index.search(vectors.index, key.scope, k=k)
+        request = MatchRequest(key.prompt, key.namespace, key.context_text)
+        plan = self.matcher.plan(request)
+        neighbors = self.index.search(vectors.index, key.scope, k=plan.selection.search)
         t2 = time.perf_counter()
         timings.update(embed=(t1 - t0) * 1000, search=(t2 - t1) * 1000)
-        entries = self._candidates(neighbors, policy, vectors, degraded)
+        entries = self._candidates(neighbors, plan, vectors, degraded)
         t3 = time.perf_counter()
-        decision = self.matcher.decide(key.prompt, [c for c, _ in entries], key.namespace, key.context_text,
-                                       policy=policy)
+        decision = self.matcher.decide(request, [c for c, _ in entries], plan)
         timings.update(fetch=(t3 - t2) * 1000, decide=(time.perf_counter() - t3) * 1000)
         if decision.chosen is None:
             top = neighbors[0].similarity if neighbors else None
@@ -190,29 +192,22 @@ class Cache:
                       stored.prompt, stored.entry_id, vectors, timings, tuple(degraded),
                       candidate_response=stored.response)
 
-    def _candidates(self, neighbors: Sequence[Neighbor], policy: MatchPolicy, vectors: QueryVectors,
+    def _candidates(self, neighbors: Sequence[Neighbor], plan: Plan, vectors: QueryVectors,
                     degraded: list[str]) -> list[tuple[Candidate, StoredEntry]]:
-        """The candidates the decision reads, most similar first. Guarded mode: the top K at or above the log floor
-        (a plain rewording below the threshold is still served). Cosine rule: those above the threshold, else the
-        top one if above the log floor (for the log)."""
-        limit = policy.guarded_candidates if policy.guarded else len(neighbors)
-        floor = min(policy.min_similarity, self.config.log_floor)
-        # Every neighbour the loop may reach, read in one query (the loop below decides which it uses).
-        reachable = [n.entry_id for n in neighbors if n.similarity >= floor]
+        """The candidates the decision reads, most similar first, as the plan's selection chooses them; the cache
+        fetches the rows and says which entries it may serve."""
         try:
-            rows = self.store.get_many(reachable)
+            # Every neighbour the selection may reach, read in one query (the selection decides which it uses).
+            rows = self.store.get_many(plan.selection.reachable(neighbors))
         except StoreUnavailable:
             degraded.append("store")
             return []
-        out: list[tuple[Candidate, StoredEntry]] = []
-        for neighbor in neighbors:
-            below = neighbor.similarity < policy.min_similarity and not policy.guarded
-            if len(out) >= limit or neighbor.similarity < floor or (below and out):
-                break
+
+        def offer(neighbor: Neighbor) -> tuple[Candidate, StoredEntry] | None:
             stored = self._servable_candidate(rows.get(neighbor.entry_id))
-            if stored is not None:
-                out.append((self._candidate(stored, neighbor.similarity, vectors), stored))
-        return out
+            return None if stored is None else (self._candidate(stored, neighbor.similarity, vectors), stored)
+
+        return plan.selection.select(neighbors, offer)
 
     def _servable_candidate(self, stored: StoredEntry | None) -> StoredEntry | None:
         """The entry behind a neighbour if this replica may serve it (present, fresh, comparable parts), else

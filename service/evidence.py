@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from index.match.audit_sampler import HitFacts
 from index.match.outcome import Lookup
-from index.match.policy import MatchPolicy
 from index.match.steps import COSINE
 from index.records import Verdict
 from index.storage.decision_log import DecisionRecord
@@ -13,16 +12,17 @@ from service.label_model import LabelCase
 from service.runtime import Runtime
 
 
-def hit_facts(rt: Runtime, namespace: str, lookup: Lookup, policy: MatchPolicy) -> HitFacts:
+def hit_facts(rt: Runtime, namespace: str, lookup: Lookup) -> HitFacts:
     """What the audit sampler reads of a served hit. Where the learner's statistic says the budget does not hold
     (for the hit's kind), and near the threshold, is where an audit teaches most: the cosine against the threshold
-    in force (a hit served on its cosine just above it; a plain rewording is served on its content and is never
-    near a threshold)."""
+    the decision held it to (a hit served on its cosine just above it; a plain rewording is served on its content
+    and is never near a threshold)."""
     decision = lookup.decision
     p: float | None = None
     threshold = None
-    if decision is not None and policy.guarded and decision.basis == COSINE:
-        p, threshold = decision.similarity, policy.threshold_for(decision.kind)
+    policy = None if decision is None else decision.policy
+    if decision is not None and policy is not None and policy.guarded and decision.basis == COSINE:
+        p, threshold = decision.similarity, decision.threshold
     over = decision is not None and rt.learned.over_budget(namespace, decision.kind)
     created = lookup.response.created_at if lookup.response is not None else rt.clock()
     return HitFacts(over, p, threshold, rt.clock() - created)

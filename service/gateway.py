@@ -22,7 +22,6 @@ from starlette.concurrency import run_in_threadpool
 
 from index import jsonio
 from index.match.outcome import Lookup
-from index.match.policy import MatchPolicy
 from index.records import CachedResponse, QueryVectors, Verdict
 from index.request.keys import CacheKey, LookupMode, key_for
 from index.storage.exact import LruExactCache
@@ -48,7 +47,7 @@ class Gateway:
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
         self.cache = runtime.cache
-        self.observer = Observer(runtime.metrics, runtime.log_decision, runtime.clock)
+        self.observer = Observer(runtime.metrics, runtime.log_decision, runtime.clock, runtime.policy.min_similarity)
         self.labelling = Labelling(runtime)
         # A follower waits as long as its own upstream call could stay silent before timing out.
         self.flights = SingleFlight(runtime.settings.upstream_read_timeout)
@@ -78,20 +77,20 @@ class Gateway:
             return joined
         lookup = Lookup(Verdict.BYPASS)
         if exchange.key.mode is not LookupMode.BYPASS and exchange.directives.lookup:
-            # An exact hit in the in-process tier needs nothing else: no policy, no slot, no thread.
+            # An exact hit in the in-process tier needs nothing else: no policy, no slot, no thread. A semantic
+            # decision's policy is the Matcher's, and rides on the lookup (`Decision.policy`).
             inline = self._inline_exact(exchange.key)
-            policy = self.rt.policy if inline is not None else self.rt.thresholds.policy_for(exchange.key.namespace)
             if inline is not None:
                 lookup = inline
             else:
-                lookup, exchange = await self._lookup(exchange, policy, holding)
+                lookup, exchange = await self._lookup(exchange, holding)
             timings.update(lookup.timings_ms)
             started = time.perf_counter()
-            self.observer.lookup(exchange, lookup, policy.min_similarity)
+            self.observer.lookup(exchange, lookup)
             timings["log"] = (time.perf_counter() - started) * 1000
             served = self._servable(exchange, lookup.response)
             if lookup.response is not None and served is not None:
-                return self._answer_from_cache(exchange, lookup, lookup.response, served, policy)
+                return self._answer_from_cache(exchange, lookup, lookup.response, served)
             if lookup.response is not None:  # too old for the caller's max-age, or cannot stand in
                 lookup = dataclasses.replace(lookup, verdict=Verdict.MISS, response=None)
         self.rt.metrics.requests.labels(dialect.name, exchange.forward_verdict.value).inc()
@@ -108,7 +107,7 @@ class Gateway:
                 flight.settle(None)
             raise
 
-    async def _lookup(self, exchange: Exchange, policy: MatchPolicy, holding: bool) -> tuple[Lookup, Exchange]:
+    async def _lookup(self, exchange: Exchange, holding: bool) -> tuple[Lookup, Exchange]:
         """The lookup on the thread pool (Redis, SQL, the semantic tier), and the exchange as it then stands (exact
         only when its namespace is over its share of the CPU)."""
         # Semantic lookups embed and decide; exact-only ones are cheap. A held slot covers its own lookup.
@@ -117,7 +116,7 @@ class Gateway:
             if not admitted:  # over its namespace's share of the CPU: exact only, never waiting
                 exchange = _exact_only(exchange, BUSY_REASON)
             started = time.perf_counter()
-            lookup = await run_in_threadpool(self.cache.lookup, exchange.key, policy)
+            lookup = await run_in_threadpool(self.cache.lookup, exchange.key)
         # The hops to the thread pool and back: the lookup's wall time its own stages do not account for.
         exchange.timings["pool"] = (time.perf_counter() - started) * 1000 - sum(lookup.timings_ms.values())
         return lookup, exchange
@@ -184,12 +183,12 @@ class Gateway:
         return exchange.dialect.serve(cached.body, exchange.body, self.rt.clock())
 
     def _answer_from_cache(self, exchange: Exchange, lookup: Lookup, cached: CachedResponse,
-                           served: dict[str, Any], policy: MatchPolicy) -> Response:
+                           served: dict[str, Any]) -> Response:
         started = time.perf_counter()
         self._count_hit(exchange, lookup, cached)
         headers = deja_headers(exchange, lookup, lookup.verdict)
         if lookup.verdict is Verdict.SEMANTIC_HIT:
-            self.labelling.audit(exchange, lookup, cached, policy)
+            self.labelling.audit(exchange, lookup, cached)
         if exchange.stream:
             return StreamingResponse(_aiter(exchange.dialect.replay(served, exchange.body)),
                                      media_type="text/event-stream", headers=_timed(headers, exchange, started))

@@ -7,7 +7,6 @@ from typing import Any
 
 from index.match.audit_sampler import AuditReason
 from index.match.outcome import Lookup
-from index.match.policy import MatchPolicy
 from index.records import CachedResponse
 from service.evidence import hit_facts, label_case
 from service.exchange import Exchange
@@ -22,10 +21,10 @@ class Labelling:
         self.rt = runtime
         self.labeler = Labeler(runtime)
 
-    def audit(self, exchange: Exchange, lookup: Lookup, cached: CachedResponse, policy: MatchPolicy) -> None:
+    def audit(self, exchange: Exchange, lookup: Lookup, cached: CachedResponse) -> None:
         """Re-ask upstream for a sampled share of semantic hits (denser where an audit teaches most)."""
         namespace, prompt = exchange.key.namespace, exchange.key.prompt
-        reason = self.rt.audit_sampler.draw(hit_facts(self.rt, namespace, lookup, policy), self.rt.audit_draw())
+        reason = self.rt.audit_sampler.draw(hit_facts(self.rt, namespace, lookup), self.rt.audit_draw())
         if reason is None:
             return
         if reason is not AuditReason.BASE:

@@ -18,13 +18,18 @@ class Observer:
     """Counts and logs; never changes what is served."""
 
     def __init__(self, metrics: Metrics, log_decision: Callable[[DecisionRecord], None],
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], prior: float) -> None:
+        """`prior`: the deployment's cosine threshold, the threshold column of an exact hit's row (no threshold
+        decided it, and the learner's evidence never reads that column)."""
         self.metrics = metrics
         self.log_decision = log_decision
         self.clock = clock
+        self.prior = prior
 
-    def lookup(self, exchange: Exchange, lookup: Lookup, min_similarity: float) -> None:
-        """A lookup's stage timings, degraded backends, vetoes and misses; its decision to the decision log."""
+    def lookup(self, exchange: Exchange, lookup: Lookup) -> None:
+        """A lookup's stage timings, degraded backends, vetoes and misses; its decision to the decision log, with
+        the threshold the decision held its candidate to (`Decision.threshold`: the kind's, under the policy the
+        Matcher decided by)."""
         metrics = self.metrics
         for stage, ms in lookup.timings_ms.items():
             metrics.stage_seconds.labels(stage).observe(ms / 1000)
@@ -32,7 +37,7 @@ class Observer:
             metrics.degraded.labels(backend).inc()
         decision = lookup.decision
         if lookup.verdict is Verdict.EXACT_HIT:
-            self._exact_hit(exchange, min_similarity)
+            self._exact_hit(exchange)
         if decision is None or lookup.candidate_prompt is None:
             return
         if decision.vetoed_by is not None:
@@ -43,15 +48,16 @@ class Observer:
             metrics.misses.labels(decision.reason.value).inc()
         self.log_decision(DecisionRecord(
             exchange.request_id, exchange.key.namespace, exchange.key.model, exchange.key.prompt,
-            lookup.candidate_id, lookup.candidate_prompt, decision.similarity, min_similarity, decision.stages,
+            lookup.candidate_id, lookup.candidate_prompt, decision.similarity,
+            self.prior if decision.threshold is None else decision.threshold, decision.stages,
             lookup.verdict.value, decision.reason, decision.vetoed_by, self.clock(), exchange.dialect.name,
             decision.would_serve, decision.kind.value))
 
-    def _exact_hit(self, exchange: Exchange, min_similarity: float) -> None:
+    def _exact_hit(self, exchange: Exchange) -> None:
         """An exact hit is served whatever the threshold: it counts among what the namespace serves (the learned
         threshold's evidence, `index.storage.evidence`), without its text (the entry holds it already)."""
         self.log_decision(DecisionRecord(
-            exchange.request_id, exchange.key.namespace, exchange.key.model, "", None, None, 1.0, min_similarity, (),
+            exchange.request_id, exchange.key.namespace, exchange.key.model, "", None, None, 1.0, self.prior, (),
             Verdict.EXACT_HIT.value, Reason.HIT, None, self.clock(), exchange.dialect.name))
 
     def time(self, exchange: Exchange, verdict: Verdict) -> None:

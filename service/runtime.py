@@ -25,6 +25,7 @@ from index.guards.wordnet import load_wordnet
 from index.maintenance import Maintainer
 from index.match.answers import AnswerBaselines
 from index.match.audit_sampler import AuditSampler
+from index.match.candidates import CandidateRule
 from index.match.decide import Deciders
 from index.match.differences import Differences
 from index.match.live_threshold import LearnerConfig
@@ -123,8 +124,8 @@ class Runtime:
         self.background_embedder: Embedder = self.embedder.lane(Lane.BACKGROUND)
         self.snapshot = SnapshotDir(settings.data_dir / "snapshot")
         self.policy = settings.policy()
-        config = CacheConfig(self.policy, settings.ttl_seconds, settings.candidates, settings.decision_log_floor,
-                             Shard(settings.shard, settings.shards), settings.context_memo_size)
+        config = CacheConfig(self.policy, settings.ttl_seconds, Shard(settings.shard, settings.shards),
+                             settings.context_memo_size)
         self.stages = build_stages(self.policy.stages)
         # The slot step's WordNet table (about 0.4 s), read at start-up rather than by the first request.
         load_wordnet()
@@ -137,7 +138,8 @@ class Runtime:
         # Each namespace's threshold, learned from the shared decision log's evidence (guarded mode).
         self.learned = ThresholdBook(LearnerConfig.for_policy(self.policy, self.label_error_rate), self.clock)
         learns = settings.learn_threshold and self.policy.guarded
-        matcher = Matcher(self.policy, deciders, self.differences, learned=self.learned.threshold if learns else None)
+        matcher = Matcher(self.policy, deciders, self.differences, learned=self.learned.threshold if learns else None,
+                          rule=CandidateRule(settings.candidates, settings.decision_log_floor))
         self.cache = Cache(parts.exact or build_exact(settings), self.store,
                            build_index(settings, self.engine, self.embedder), self.embedder, config,
                            clock=self.clock, matcher=matcher)

@@ -27,7 +27,8 @@ from eval.sweep import score_pairs
 from index.cache import Cache, CacheConfig
 from index.embedding.embedder import Embedder
 from index.guards.registry import build_stages
-from index.match.decide import Deciders, decide
+from index.match.decide import Deciders
+from index.match.matcher import Matcher, MatchRequest
 from index.match.outcome import Candidate, Decision
 from index.match.policy import MatchPolicy
 from index.search.hnsw import SemanticIndex
@@ -89,11 +90,12 @@ def _replayed(source: Source, embedder: Embedder, policy: MatchPolicy, scores: L
     return row
 
 
-def _pair_decision(query: str, candidate: Candidate, context: str | None, policy: MatchPolicy, deciders: Deciders,
+def _pair_decision(query: str, candidate: Candidate, context: str | None, matcher: Matcher,
                    scores: LearnedScores | None) -> Decision:
-    """One labelled pair decided as the panel does (the first prompt cached), with the veto when `scores` are given."""
+    """One labelled pair decided as the panel does (the first prompt cached, through the product's Matcher), with
+    the veto when `scores` are given."""
     def product(some: Sequence[Candidate]) -> Decision:
-        return decide(query, some, policy, deciders, context)
+        return matcher.decide(MatchRequest(query, "eval", context), some)
 
     return product([candidate]) if scores is None else with_veto(product, query, [candidate], context, scores)
 
@@ -111,7 +113,7 @@ def _cells(source: Source, embedder: Embedder, default: MatchPolicy, scores: Lea
     same = sum(1 for item in scored if item.pair.same_answer)
     for t in thresholds_of(default):
         policy = default.at(t)
-        deciders = Deciders(build_stages(policy.stages))
+        matcher = Matcher(policy, Deciders(build_stages(policy.stages)))
         for on in (True, False):
             served = correct = 0
             for index, item in enumerate(scored):
@@ -119,7 +121,7 @@ def _cells(source: Source, embedder: Embedder, default: MatchPolicy, scores: Lea
                     continue
                 pair = item.pair
                 candidate = Candidate(index, pair.a.prompt, item.similarity, item.context_a, item.context_similarity)
-                if _pair_decision(pair.b.prompt, candidate, item.context_b, policy, deciders,
+                if _pair_decision(pair.b.prompt, candidate, item.context_b, matcher,
                                   scores if on else None).hit:
                     served += 1
                     correct += pair.same_answer

@@ -1,5 +1,6 @@
-"""The one decision: which cached candidate (if any) may answer a request. The gateway (through `Cache` and the
-`Matcher`), `eval sweep`, `eval replay`, `eval panel` and `eval replay --learn` all call `decide`, so a setting
+"""The one decision: which cached candidate (if any) may answer a request, under the request's policy. The
+`index.match.matcher.Matcher` is its caller: it works out that policy (the namespace's thresholds, a conversation's
+adjustment) and the candidates, for the gateway (through `Cache`) and for every eval command alike, so a setting
 means the same in each.
 
 Every candidate (most similar first) goes through the same ordered list of steps (`index.match.steps.STEPS`),
@@ -63,9 +64,9 @@ def decide(
     query_context: str | None = None,
     namespace: str = "",
 ) -> Decision:
-    """Decide over `candidates` (most similar first). `Decision.chosen` indexes the served candidate on a hit,
-    else the most similar one the steps decided (one past the embedder's window only when all are)."""
-    policy = policy.for_request(conversation=query_context is not None)
+    """Decide over `candidates` (most similar first) under `policy`, the request's (`Matcher.plan`: a conversation's
+    already adjusted). `Decision.chosen` indexes the served candidate on a hit, else the most similar one the steps
+    decided (one past the embedder's window only when all are)."""
     if not candidates:
         return Decision(Reason.NO_CANDIDATE, float("nan"))
     steps = steps_of(policy)

@@ -1,10 +1,13 @@
-"""The whole decision in one place: a `Matcher`, built once from Settings, turns (request, candidates, namespace)
-into a `Decision` that nobody rewrites afterwards. The gateway (through `index.cache.Cache`) and every eval
-command decide through it, live state included, so a replay decides a trace as the gateway did.
+"""The whole decision in one place: a `Matcher`, built once from Settings, owns every input of a decision and turns
+(request, neighbours) into a `Decision` that nobody rewrites afterwards. The gateway (through `index.cache.Cache`)
+and every eval command decide through it, live state included, so a replay decides a trace as the gateway did.
 
-In order: the namespace's policy (the prior, a threshold stored for the namespace, then its learned thresholds) ->
-`index.match.decide`, which runs every candidate through the steps of `index.match.steps` (window, gates,
-same-content override, threshold, rule stages, context, remembered difference).
+In order: the namespace's policy (the prior, a threshold stored for the namespace, then its learned thresholds),
+the request's adjustment (a conversation's last message is held to the conversation threshold), which neighbours
+become candidates (`index.match.candidates`), then `index.match.decide`, which runs every candidate through the
+steps of `index.match.steps` (window, gates, same-content override, threshold, rule stages, context, remembered
+difference). The decision carries the policy it ran under (`Decision.policy`): the decision log records its
+threshold, the audit sampler reads it, and no caller computes a policy of its own.
 """
 
 from __future__ import annotations
@@ -13,10 +16,34 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from index.match.candidates import CandidateRule, Selection
 from index.match.decide import Deciders, decide
 from index.match.outcome import Candidate, Decision, Kind
 from index.match.policy import MatchPolicy
 from index.match.steps import RememberedDifferences
+
+
+@dataclass(frozen=True)
+class MatchRequest:
+    """What the decision reads of a request: its last user message, its namespace and, for a conversation, the
+    relevant context (`index.request.keys.CacheKey.context_text`; None for a single turn)."""
+
+    prompt: str
+    namespace: str
+    context: str | None = None
+
+    @property
+    def conversation(self) -> bool:
+        return self.context is not None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One request's decision before its candidates are known (`Matcher.plan`): the policy in force for it (the
+    namespace's thresholds, the conversation adjustment applied) and which neighbours become candidates."""
+
+    policy: MatchPolicy
+    selection: Selection
 
 
 @dataclass
@@ -75,17 +102,22 @@ def _clip(similarity: float) -> float:
 
 
 class Matcher:
-    """The decision with its live state: the per-namespace policies, the deciders (the rule stages, the context
-    rule) and the remembered differences. Thread-safe to read."""
+    """The decision with its live state: the per-namespace policies, the candidate rule, the deciders (the rule
+    stages, the context rule) and the remembered differences. Thread-safe to read."""
 
     def __init__(self, policy: MatchPolicy, deciders: Deciders | None = None,
                  differences: RememberedDifferences | None = None,
-                 learned: Callable[[str, Kind], float | None] | None = None) -> None:
+                 learned: Callable[[str, Kind], float | None] | None = None,
+                 rule: CandidateRule | None = None) -> None:
+        """`learned`: a namespace's learned threshold per kind (`ThresholdBook.threshold`; None: learning off);
+        `rule`: how many neighbours a lookup reads (default: `DEJA_CANDIDATES` and the log floor's defaults)."""
         self.namespaces = NamespacePolicies(policy, learned=learned)
+        self.rule = rule or CandidateRule()
         self._deciders = dataclasses.replace(deciders or Deciders(), differences=differences)
 
     @property
     def policy(self) -> MatchPolicy:
+        """The deployment's policy: every namespace's prior before a threshold stored or learned for it."""
         return self.namespaces.policy
 
     @property
@@ -97,10 +129,18 @@ class Matcher:
         return self._deciders
 
     def policy_for(self, namespace: str) -> MatchPolicy:
+        """The namespace's policy in force (its learned thresholds per kind), before a request's adjustment."""
         return self.namespaces.policy_for(namespace)
 
-    def decide(self, query: str, candidates: Sequence[Candidate], namespace: str, query_context: str | None = None,
-               policy: MatchPolicy | None = None) -> Decision:
-        """Decide over `candidates` (most similar first) with `policy` (default: the namespace's)."""
-        policy = policy or self.policy_for(namespace)
-        return decide(query, candidates, policy, self._deciders, query_context, namespace)
+    def plan(self, request: MatchRequest) -> Plan:
+        """The policy `request` is decided under and which of its neighbours become candidates. The neighbours are
+        selected by the namespace's policy (a conversation reads as many as a single turn)."""
+        policy = self.policy_for(request.namespace)
+        return Plan(policy.for_request(conversation=request.conversation), self.rule.selection(policy))
+
+    def decide(self, request: MatchRequest, candidates: Sequence[Candidate], plan: Plan | None = None) -> Decision:
+        """Decide over `candidates` (most similar first, as `plan.selection` chose them) under `plan` (default: the
+        request's own); the decision carries the policy it ran under."""
+        policy = (plan or self.plan(request)).policy
+        decision = decide(request.prompt, candidates, policy, self._deciders, request.context, request.namespace)
+        return dataclasses.replace(decision, policy=policy)

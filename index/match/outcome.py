@@ -7,6 +7,8 @@ from enum import StrEnum
 from typing import Any
 
 from index.guards.stages import StepResult
+from index.match.kinds import Kind as Kind  # re-exported: the kinds are read with the outcomes they name
+from index.match.policy import MatchPolicy
 from index.records import CachedResponse, QueryVectors, Verdict
 
 
@@ -20,20 +22,6 @@ class Candidate:
     similarity: float
     context: str | None = None
     context_similarity: float | None = None
-
-
-class Kind(StrEnum):
-    """The kind of difference a candidate shows, each with its own evidence and threshold (`index.match.
-    live_threshold`, one learner over all of them): `cosine` (a single-turn prompt worded otherwise), `slot` (one
-    or two content words swapped or an alternative dropped, `index.guards.slots`: a stricter prior) and
-    `alternative` (a slot swapped for its WordNet sibling or antonym: red/blue, kitchen/bathroom; never served
-    until the namespace's own labels show such swaps are rewordings there) and `conversation` (a conversation's
-    last message, its context held to the context rule)."""
-
-    COSINE = "cosine"
-    SLOT = "slot"
-    ALTERNATIVE = "alternative"
-    CONVERSATION = "conversation"
 
 
 class Reason(StrEnum):
@@ -72,6 +60,9 @@ class Decision:
     would_serve: bool = False
     # The kind of difference the chosen candidate shows: whose evidence its label is, whose threshold it met.
     kind: Kind = Kind.COSINE
+    # The policy the decision ran under: the namespace's thresholds, adjusted for a conversation (set by
+    # `index.match.matcher.Matcher`; None from a bare `index.match.decide`).
+    policy: MatchPolicy | None = None
 
     def __post_init__(self) -> None:
         if (self.reason is Reason.VETOED) != (self.vetoed_by is not None):
@@ -80,6 +71,12 @@ class Decision:
     @property
     def hit(self) -> bool:
         return self.reason is Reason.HIT
+
+    @property
+    def threshold(self) -> float | None:
+        """The cosine threshold the chosen candidate's kind was held to under `policy` (what the decision log
+        records), None without a policy."""
+        return None if self.policy is None else self.policy.threshold_for(self.kind)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from index.guards.stages import STAGE_ORDER
-from index.match.outcome import Kind
+from index.match.kinds import Kind
 from index.request.keys import DEFAULT_MAX_DECISION_CHARS, ContextMatch
 
 # Every default of the match lives here, once; `Settings` and `eval` read them from this module.
@@ -147,7 +147,8 @@ class MatchPolicy:
         """The policy that decides one request: in guarded mode a conversation's last message is held to
         `conversation_threshold` (its context to `min_context_similarity`), each as the namespace's policy states
         it: a learned conversation threshold moved both already (`index.match.matcher.moved_to`), and this sets
-        them, never shifts them, so applying it again changes nothing. `index.match.decide` is its one caller."""
+        them, never shifts them, so applying it again changes nothing. `index.match.matcher.Matcher.plan` is its
+        one caller."""
         if self.guarded and conversation:
             return dataclasses.replace(self, min_similarity=self.conversation_threshold)
         return self

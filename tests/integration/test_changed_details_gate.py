@@ -17,9 +17,8 @@ import pytest
 
 from eval.changed_details import DetailRow, detail_sources, over_budget, run_details
 from eval.embedding import EmbedderName, make_embedder
+from eval.product import matcher_for
 from eval.sources import Source
-from index.guards.registry import build_stages
-from index.match.decide import Deciders
 from index.match.policy import MatchPolicy
 from index.settings import Settings
 
@@ -37,8 +36,8 @@ def sources() -> list[Source]:
 
 
 def _rows(policy: MatchPolicy, sources: list[Source]) -> list[DetailRow]:
-    return run_details(sources, make_embedder(EmbedderName.MINILM_ONNX), policy,
-                       Deciders(build_stages(policy.stages)))
+    """Each pair decided through the Matcher a fresh gateway builds (a cold namespace: its learner has no evidence)."""
+    return run_details(sources, make_embedder(EmbedderName.MINILM_ONNX), matcher_for(policy))
 
 
 def test_every_must_not_rate_at_the_defaults_is_within_the_budget(sources: list[Source]) -> None:

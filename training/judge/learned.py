@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from index.match.decide import Deciders
-from index.match.matcher import Matcher
+from index.match.matcher import Matcher, MatchRequest, Plan
 from index.match.outcome import Candidate, Decision, Reason
 from index.match.policy import MatchPolicy
 from index.match.steps import COSINE, RememberedDifferences
@@ -141,9 +141,8 @@ class VetoingMatcher(Matcher):
         super().__init__(policy, deciders, differences)
         self.scores = scores
 
-    def decide(self, query: str, candidates: Sequence[Candidate], namespace: str, query_context: str | None = None,
-               policy: MatchPolicy | None = None) -> Decision:
+    def decide(self, request: MatchRequest, candidates: Sequence[Candidate], plan: Plan | None = None) -> Decision:
         def product(some: Sequence[Candidate]) -> Decision:
-            return super(VetoingMatcher, self).decide(query, some, namespace, query_context, policy)
+            return super(VetoingMatcher, self).decide(request, some, plan)
 
-        return with_veto(product, query, candidates, query_context, self.scores)
+        return with_veto(product, request.prompt, candidates, request.context, self.scores)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from eval.conversations import kind_table, miss_table, run_conversations
 from eval.datasets import Conversation, LabeledPair, Message
+from eval.product import matcher_for
 from index.embedding.embedder import HashEmbedder
 from index.match.decide import Deciders
 from index.match.policy import DecisionMode, MatchPolicy
@@ -27,7 +28,7 @@ PAIRS = (
 
 
 def test_same_answer_and_must_not_pairs_are_counted_apart_with_the_reason_of_each_miss() -> None:
-    report = run_conversations(PAIRS, HashEmbedder(dim=256), POLICY, Deciders())
+    report = run_conversations(PAIRS, HashEmbedder(dim=256), matcher_for(POLICY, Deciders()))
     assert report.served_rate(True) == 1.0
     assert report.served_rate(False) == 0.0
     assert [o.why for o in report.outcomes] == ["hit", "context:value"]

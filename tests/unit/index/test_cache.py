@@ -11,7 +11,9 @@ from index.cache import Cache, CacheConfig
 from index.embedding.embedder import HashEmbedder
 from index.errors import StoreUnavailable
 from index.guards.stages import StepResult
+from index.match.candidates import CandidateRule
 from index.match.decide import Deciders
+from index.match.matcher import Matcher
 from index.match.policy import MatchPolicy
 from index.records import Verdict
 from index.request.keys import build_key
@@ -189,8 +191,9 @@ def test_a_lookup_reads_all_its_candidates_in_one_query(tmp_path: Path) -> None:
     embedder = CountingEmbedder()
     store = CountingStore(tmp_path / "db.sqlite")
     store.create_schema()
-    cache = Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder,
-                  CacheConfig(MatchPolicy(0.5, guarded_candidates=3), candidates=3), Deciders((VetoWord(),)))
+    policy = MatchPolicy(0.5, guarded_candidates=3)
+    cache = Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder, CacheConfig(policy),
+                  matcher=Matcher(policy, Deciders((VetoWord(),)), rule=CandidateRule(candidates=3)))
     for text in ("is the api rate limited", "is the api rate limited now", "is the api rate limited here"):
         cache.store_answer(build_key("ns", body(text)), answer(text))
     lookup = cache.lookup(build_key("ns", body("is the api rate limited today")))

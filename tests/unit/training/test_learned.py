@@ -11,6 +11,7 @@ import numpy.typing as npt
 import pytest
 
 from index.match.decide import Deciders, decide
+from index.match.matcher import MatchRequest
 from index.match.outcome import Candidate, Decision, Reason
 from index.match.policy import MatchPolicy
 from tests.unit.training.judges import FixedJudge
@@ -88,10 +89,10 @@ def test_a_plain_rewording_and_a_conversation_are_never_vetoed() -> None:
 
 def test_the_vetoing_matcher_decides_as_the_matcher_then_vetoes() -> None:
     matcher = VetoingMatcher(POLICY, LearnedScores(FixedJudge(0.1), None, VETO_BELOW))
-    decision = matcher.decide("the question", [Candidate(1, "cached", 0.97)], "ns")
+    decision = matcher.decide(MatchRequest("the question", "ns"), [Candidate(1, "cached", 0.97)])
     assert decision.vetoed_by == LEARNED
     lenient = VetoingMatcher(POLICY, LearnedScores(FixedJudge(0.9), None, VETO_BELOW))
-    assert lenient.decide("the question", [Candidate(1, "cached", 0.97)], "ns").hit
+    assert lenient.decide(MatchRequest("the question", "ns"), [Candidate(1, "cached", 0.97)]).hit
 
 
 class Recording(FixedJudge):
