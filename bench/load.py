@@ -243,8 +243,8 @@ def main() -> None:
     parser.add_argument("--mix", action="store_true", help="one cell mixing misses, semantic and exact hits")
     parser.add_argument("--delay", type=float, default=0.05, help="stub upstream delay, seconds")
     parser.add_argument("--embedder", choices=["torch", "onnx"], default="onnx")
-    parser.add_argument("--decision", choices=["threshold", "guarded"], default="threshold",
-                        help="DEJA_DECISION; threshold serves the bench's paraphrase pairs deterministically")
+    parser.add_argument("--decision", choices=["threshold", "guarded"], default="guarded",
+                        help="DEJA_DECISION (guarded: the default decision, what users get)")
     parser.add_argument("--threads", type=int, default=0, help="DEJA_EMBED_THREADS (0 = the cores)")
     parser.add_argument("--only", choices=["miss", "semantic hit", "exact hit"], help="one scenario only")
     parser.add_argument("--profile", type=Path, help="py-spy samples of the gateway over the run, folded stacks "

@@ -161,15 +161,15 @@ class SemanticIndex:
         index._index = graph
         names = contents.scopes
         ids, codes = contents.ids, contents.scope_codes
-        # Built in C (a million entries: a fraction of a Python loop over them): the scope of each id, then each
-        # scope's ids from one stable sort by scope code.
-        index._scope_of = dict(zip(ids.tolist(), map(names.__getitem__, codes.tolist()), strict=True))
+        # Built in C, one scope at a time (a million entries: a fraction of a Python loop over them): each scope's
+        # ids from one stable sort by scope code, then the scope of each id.
         if len(ids):
             order = np.argsort(codes, kind="stable")
             starts = np.concatenate(([0], np.flatnonzero(np.diff(codes[order])) + 1))
-            groups = np.split(ids[order], starts[1:])
-            index._members.update((names[int(code)], set(group.tolist()))
-                                  for code, group in zip(codes[order][starts], groups, strict=True))
+            for code, group in zip(codes[order][starts].tolist(), np.split(ids[order], starts[1:]), strict=True):
+                members = group.tolist()
+                index._scope_of.update(dict.fromkeys(members, names[code]))
+                index._members[names[code]] = set(members)
         index._max_id = contents.max_id
         return index
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import threading
 import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -39,10 +38,6 @@ class Manifest:
     graph_bytes: int
     graph_crc32: int
     scopes_crc32: int
-    # CRC-32 of the graph file's first `_HEAD_BYTES` (hnswlib's header and the start of its data), checked before
-    # the graph is read; the whole file's checksum is computed while hnswlib loads it. None: a snapshot written
-    # before this field, whose whole checksum is checked first.
-    head_crc32: int | None = None
 
 
 @dataclass(frozen=True)
@@ -51,39 +46,12 @@ class Restored:
     manifest: Manifest
 
 
-# The graph's header and its first rows: hnswlib reads the sizes it allocates from here.
-_HEAD_BYTES = 1 << 16
-
-
-def _crc32(path: Path, limit: int | None = None) -> int:
-    """CRC-32 of the file (of its first `limit` bytes). zlib releases the GIL on each chunk, so a thread computing
-    it runs beside the hnswlib load."""
+def _crc32(path: Path) -> int:
     crc = 0
-    left = limit
     with path.open("rb") as f:
-        while chunk := f.read(8 << 20 if left is None else min(8 << 20, left)):
+        while chunk := f.read(8 << 20):
             crc = zlib.crc32(chunk, crc)
-            if left is not None:
-                left -= len(chunk)
-                if left <= 0:
-                    break
     return crc
-
-
-class _Checksum(threading.Thread):
-    """The whole graph file's CRC-32, computed on its own thread while the graph loads."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(name="deja-snapshot-crc", daemon=True)
-        self.path = path
-        self.crc: int | None = None
-        self.error: OSError | None = None
-
-    def run(self) -> None:
-        try:
-            self.crc = _crc32(self.path)
-        except OSError as exc:
-            self.error = exc
 
 
 class SnapshotDir:
@@ -101,7 +69,7 @@ class SnapshotDir:
                      names=np.frombuffer(json.dumps(contents.scopes).encode(), dtype=np.uint8))
         manifest = Manifest(FORMAT, model_id, index.dim, index.params.m, index.params.ef_construction,
                             contents.max_id, tombstone_seq, now, len(contents.ids), graph_tmp.stat().st_size,
-                            _crc32(graph_tmp), _crc32(scopes_tmp), _crc32(graph_tmp, _HEAD_BYTES))
+                            _crc32(graph_tmp), _crc32(scopes_tmp))
         # Drop the old manifest first: from here until the new one lands, there is no valid snapshot.
         (self.path / _MANIFEST).unlink(missing_ok=True)
         os.replace(graph_tmp, self.path / _GRAPH)
@@ -124,8 +92,6 @@ class SnapshotDir:
         if problem:
             log.warning("snapshot ignored, rebuilding: %s", problem)
             return None
-        checksum = _Checksum(self.path / _GRAPH)
-        checksum.start()
         try:
             with np.load(self.path / _SCOPES) as data:
                 scopes = tuple(json.loads(bytes(data["names"]).decode()))
@@ -134,11 +100,6 @@ class SnapshotDir:
             index = SemanticIndex.load(self.path / _GRAPH, dim, params, contents)
         except (OSError, ValueError, KeyError, IndexError, RuntimeError) as exc:
             log.warning("snapshot unreadable, rebuilding: %s", exc)
-            return None
-        finally:
-            checksum.join()
-        if checksum.crc != manifest.graph_crc32:
-            log.warning("snapshot ignored, rebuilding: %s", checksum.error or "checksum mismatch")
             return None
         return Restored(index, manifest)
 
@@ -152,11 +113,6 @@ class SnapshotDir:
         graph, scopes = self.path / _GRAPH, self.path / _SCOPES
         if not graph.exists() or graph.stat().st_size != manifest.graph_bytes or not scopes.exists():
             return "graph or scope file missing, or graph truncated"
-        if _crc32(scopes) != manifest.scopes_crc32:
-            return "checksum mismatch"
-        # The header first: the sizes hnswlib allocates by are read from it (the rest is checked while it loads).
-        if manifest.head_crc32 is None and _crc32(graph) != manifest.graph_crc32:
-            return "checksum mismatch"
-        if manifest.head_crc32 is not None and _crc32(graph, _HEAD_BYTES) != manifest.head_crc32:
+        if _crc32(graph) != manifest.graph_crc32 or _crc32(scopes) != manifest.scopes_crc32:
             return "checksum mismatch"
         return None
