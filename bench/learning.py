@@ -15,7 +15,7 @@ import argparse
 import json
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +38,13 @@ def after_pass(url: str, since: float, timeout: float = 60.0) -> dict[str, Any]:
         time.sleep(0.5)
 
 
-def run(requests: Sequence[StreamRequest], folder: Path, fixed: float | None) -> dict[str, Any]:
+def run(requests: Sequence[StreamRequest], folder: Path, fixed: float | None,
+        settings: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """One run; `settings`: DEJA_* variables the gateway runs with besides its defaults."""
     folder.mkdir()
     with StubUpstream(answers={r.prompt: r.intent for r in requests}, vary=True) as stub:
         env = {"DEJA_UPSTREAM_URL": stub.url, "DEJA_DATA_DIR": str(folder), "DEJA_ADMIN_TOKEN": "admin-secret",
-               "DEJA_LOG_LEVEL": "warning"}
+               "DEJA_LOG_LEVEL": "warning", **(settings or {})}
         if fixed is not None:
             env |= {"DEJA_LEARN_THRESHOLD": "false", "DEJA_MIN_SIMILARITY": str(fixed)}
         gateway = GatewayProcess(env, folder / "gateway.log").start()

@@ -1,17 +1,21 @@
-"""`eval replay --learn`: the live gateway's learning loop, replayed. The real `Cache` and `Matcher` decide at the
-default decision (guarded) from a cold cache; the namespace's threshold is the one `index.match.threshold_book`
-learns from the evidence a gateway gathers for free or within its hourly allowance:
+"""`eval replay --learn`: a live gateway's learning loop, run rather than copied. The product as a fresh gateway
+builds it (`eval.product`: the `Matcher` with its candidate rule, the learner's `ThresholdBook`, the remembered
+differences) decides a trace from a cold cache through the real `Cache`, and the gateway's own labelling rules
+(`index.match.labelling`) label it:
 
-- every near miss (a candidate below the threshold that passes every other step) went upstream anyway: its fresh
-  answer labels whether the candidate's answer would have been right (a shadow label);
+- every miss with a decided candidate went upstream anyway: its fresh answer labels whether the candidate's answer
+  would have been right (a shadow label); the labels of near misses a lower threshold would serve are evidence;
 - a share of served hits is re-asked (`DEJA_AUDIT_RATE`, more where the sampler says an audit teaches most);
 - labels compare answers against how much the upstream's answers vary (`index.match.answers`; while no baseline
   of that variation exists, a shadow asks once more within `DEJA_AUDIT_CALLS_PER_HOUR`), or come from a label
-  model that errs at `labeller_error` (and is configured with that rate).
+  model that errs at `labeller_error` (and is configured with that rate);
+- a wrong hit or a right near miss teaches its difference, which the Matcher then reads.
 
-The upstream answers by intent (`eval.answers`), the same text each call or, with `answer_variation`, the same
-content with a different closing sentence each call. Everything is seeded and the threshold is re-chosen every
-`update_every` requests in the replay's own thread, so one seed gives one result. Rows are the two halves.
+The evidence is what a gateway's decision log holds for the learner (`index.storage.evidence`: the decisions served
+or that would be, with their labels), and the learner chooses from it as a gateway's does. The upstream answers by
+intent (`eval.answers`), the same text each call or, with `answer_variation`, the same content with a different
+closing sentence each call. Everything is seeded and the threshold is re-chosen every `update_every` requests in
+the replay's own thread, so one seed gives one result. Rows are the two halves.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import random
 import tempfile
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,21 +34,21 @@ import numpy as np
 from eval.answers import intent_answer, sampled_answer
 from eval.datasets import StreamRequest
 from eval.metrics import rate
+from eval.product import Product, ProductConfig, build
 from index.cache import Cache, CacheConfig
 from index.embedding.embedder import Embedder
-from index.guards.stages import Stage
-from index.match.answers import AnswerBaselines, compare_answers
-from index.match.audit_sampler import AuditSampler, HitFacts
-from index.match.decide import Deciders
+from index.match.answers import AnswerBaselines
+from index.match.audit_sampler import AuditSampler
+from index.match.candidates import CandidateRule
+from index.match.differences import HALF_LIFE_SECONDS, MIN_NET_WRONG
 from index.match.evidence import Observation, by_kind, collect
-from index.match.live_threshold import LearnerConfig
-from index.match.matcher import Matcher
+from index.match.labelling import LabelCase, LabelConfig, LabelRules
 from index.match.outcome import Lookup
 from index.match.policy import DEFAULT_AUDIT_RATE, MatchPolicy
-from index.match.threshold_book import ThresholdBook
 from index.records import Verdict, answer_text
 from index.request.keys import build_key
 from index.search.hnsw import SemanticIndex
+from index.settings import Settings
 from index.storage.entries import EntryStore, make_engine
 from index.storage.exact import LruExactCache
 
@@ -54,10 +58,10 @@ MODEL = "replay"
 
 @dataclass(frozen=True)
 class LearnConfig:
-    """The deployment replayed: its policy and parts, the labelling it is configured with, and the upstream."""
+    """The deployment replayed: its policy and the settings its product (`product`) and labelling (`labelling`)
+    are built from, as a gateway builds them, and the replay's upstream and pace."""
 
     policy: MatchPolicy
-    stages: tuple[Stage, ...] = ()
     audit_rate: float = DEFAULT_AUDIT_RATE
     audit_calls_per_hour: int = 120
     requests_per_hour: float = 3600.0
@@ -65,10 +69,35 @@ class LearnConfig:
     # None: labels compare answers (no label model); else a label model wrong this often, configured with it.
     labeller_error: float | None = None
     answer_same_similarity: float = 0.95
-    # False: the threshold stays at the policy's (a fixed-threshold row to compare with).
+    # False: the threshold stays at the policy's (a fixed-threshold row to compare with; DEJA_LEARN_THRESHOLD).
     learn: bool = True
     update_every: int = 10
     seed: int = 0
+    rule: CandidateRule = field(default_factory=CandidateRule)
+    shadow_labels: bool = True
+    difference_half_life: float = HALF_LIFE_SECONDS
+    difference_min_labels: float = MIN_NET_WRONG
+
+    @classmethod
+    def from_settings(cls, settings: Settings, policy: MatchPolicy | None = None, **replay: Any) -> LearnConfig:
+        """The gateway of `settings` (with `policy` in place of its own when given), replayed with `replay`'s
+        options (`answer_variation`, `labeller_error`, `seed`, ...)."""
+        return cls(policy or settings.policy(), settings.audit_rate, settings.audit_calls_per_hour,
+                   answer_same_similarity=settings.answer_same_similarity, learn=settings.learn_threshold,
+                   rule=CandidateRule(settings.candidates, settings.decision_log_floor),
+                   shadow_labels=settings.shadow_labels,
+                   difference_half_life=settings.difference_half_life_days * 86400.0,
+                   difference_min_labels=settings.difference_min_labels, **replay)
+
+    def product(self) -> ProductConfig:
+        """What the replayed gateway's Matcher is built from (its learner reads a label model's labels as noisy)."""
+        return ProductConfig(self.policy, self.learn, self.rule, self.difference_half_life,
+                             self.difference_min_labels, self.labeller_error or 0.0, self.seed)
+
+    def labelling(self) -> LabelConfig:
+        """How the replayed gateway labels (`Settings.labelling` of its settings)."""
+        error = self.labeller_error
+        return LabelConfig(self.shadow_labels, error is not None, error or 0.0, self.answer_same_similarity)
 
 
 @dataclass(frozen=True)
@@ -94,6 +123,7 @@ class LearnReport:
     first: HalfRates
     second: HalfRates
     moves: tuple[tuple[int, float], ...]
+    # Labels made, by source, as a gateway's decision log would hold them.
     labels: dict[str, int]
     label_calls: int
     labeller: str
@@ -127,20 +157,28 @@ class _Counts:
 
 
 class _Deployment:
-    """One namespace of a live gateway, replayed; mutable, local to `run_learn`."""
+    """One namespace of a live gateway, replayed: the product, its labelling rules, a cache in front of `store`,
+    and the upstream's answers; mutable, local to `run_learn`."""
 
-    def __init__(self, cache: Cache, book: ThresholdBook, config: LearnConfig, embedder: Embedder) -> None:
-        self.cache, self.book, self.config, self.embedder = cache, book, config, embedder
+    def __init__(self, store: EntryStore, embedder: Embedder, config: LearnConfig) -> None:
+        self.config, self.embedder = config, embedder
         self.now = 0.0
         self.rng = random.Random(config.seed)
-        self.sampler = AuditSampler(config.audit_rate, config.audit_calls_per_hour, lambda: self.now,
-                                    calls_per_audit=2)
-        self.baselines = AnswerBaselines()
+        self.product: Product = build(config.product(), clock=self.clock)
+        sampler = AuditSampler(config.audit_rate, config.audit_calls_per_hour, self.clock, calls_per_audit=2)
+        self.rules = LabelRules(config.labelling(), sampler, AnswerBaselines(), self.product.differences, embedder,
+                                self.product.book.over_budget, self.clock)
+        self.cache = Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder, CacheConfig(config.policy),
+                           matcher=self.product.matcher)
+        # The evidence a gateway's decision log holds (`index.storage.evidence`), oldest first.
         self.observations: list[Observation] = []
         self.intent_of: dict[int, str] = {}
         self.calls: Counter[str] = Counter()
         self.labels: Counter[str] = Counter()
         self.accurate = self.judged = 0
+
+    def clock(self) -> float:
+        return self.now
 
     def answer(self, intent: str) -> str:
         content = intent_answer(intent)
@@ -157,8 +195,7 @@ class _Deployment:
         counts.requests += 1
         decision = lookup.decision
         if lookup.response is not None:
-            served_intent = self.intent_of.get(lookup.response.entry_id)
-            right = served_intent == request.intent
+            right = self.intent_of.get(lookup.response.entry_id) == request.intent
             counts.served += 1
             counts.correct += right
             counts.wrong += not right
@@ -170,62 +207,70 @@ class _Deployment:
                 self._audit(request, lookup, right)
             return
         fresh = self.answer(request.intent)
-        if decision is not None and decision.would_serve and lookup.candidate_id is not None:
-            right = self.intent_of.get(lookup.candidate_id) == request.intent
-            cached = answer_text(lookup.candidate_response or {})
-            label = self._label(fresh, cached, right, near_miss=True, intent=request.intent)
-            self.observations.append(Observation(decision.similarity, label, kind=decision.kind))
-            if label is not None:
-                self.labels["shadow"] += 1
+        if self.rules.shadows(lookup):
+            self._shadow(request, lookup, fresh)
         entry = self.cache.store_answer(key, _body(request, fresh), lookup.vector)
         if entry is not None:
             self.intent_of[entry] = request.intent
 
+    def _shadow(self, request: StreamRequest, lookup: Lookup, fresh: str) -> None:
+        """A miss the rules label: the candidate's answer against the fresh one."""
+        decision = lookup.decision
+        assert decision is not None
+        cached = answer_text(lookup.candidate_response or {})
+        second = None
+        if self.rules.asks_again(NAMESPACE, lookup, fresh, cached):
+            self.calls["variation"] += 1
+            second = self.answer(request.intent)
+        right = lookup.candidate_id is not None and self.intent_of.get(lookup.candidate_id) == request.intent
+        label = self._label(LabelCase.of(NAMESPACE, request.prompt, lookup), fresh, cached, second, right)
+        if decision.would_serve:
+            self.observations.append(Observation(decision.similarity, label, kind=decision.kind))
+        if label is not None:
+            self.labels["shadow"] += 1
+
     def _audit(self, request: StreamRequest, lookup: Lookup, right: bool) -> None:
         decision = lookup.decision
         assert decision is not None and lookup.response is not None
-        facts = HitFacts(False, decision.similarity, self.cache.matcher.policy_for(NAMESPACE).min_similarity,
-                         self.now - lookup.response.created_at)
-        if self.sampler.draw(facts, self.rng.random()) is None:
+        if self.rules.audit(NAMESPACE, lookup, self.rng.random()) is None:
             return
-        self.calls["audit"] += 2
-        fresh, second = self.answer(request.intent), self.answer(request.intent)
-        label = self._label(fresh, answer_text(lookup.response.body), right, near_miss=False, second=second,
-                            intent=request.intent)
-        if label is not None and decision.would_serve:
+        fresh = self.answer(request.intent)
+        second = self.answer(request.intent) if self.rules.audit_asks_twice else None
+        self.calls["audit"] += 1 if second is None else 2
+        case = LabelCase.of(NAMESPACE, request.prompt, lookup)
+        label = self._label(case, fresh, answer_text(lookup.response.body), second, right)
+        if label is None:
+            return
+        self.labels["audit"] += 1
+        if decision.would_serve:
             self.observations[-1] = Observation(decision.similarity, label, kind=decision.kind)
-            self.labels["audit"] += 1
 
-    def _label(self, fresh: str, cached: str, truth: bool, near_miss: bool, intent: str,
-               second: str | None = None) -> bool | None:
-        """The label a gateway would record for a candidate whose answer is `truth`fully right or not."""
-        error = self.config.labeller_error
-        if error is not None and (not near_miss or self.sampler.spend(1)):
+    def _label(self, case: LabelCase, fresh: str, cached: str, second: str | None, truth: bool) -> bool | None:
+        """The label a gateway would record for a candidate whose answer is `truth`fully right or not, and what it
+        teaches; a label model is simulated (wrong at `labeller_error`)."""
+        if self.rules.by_label_model(audit=case.served):
             self.calls["label"] += 1
-            said = truth if self.rng.random() >= error else not truth
-            self._score(said, truth)
-            return said
-        baseline = self.baselines.baseline(NAMESPACE)
-        if second is None and baseline is None and self.config.answer_variation and self.sampler.spend(1):
-            self.calls["variation"] += 1
-            second = self.answer(intent)
-        agreement = compare_answers(fresh, cached, self.embedder, self.config.answer_same_similarity, second,
-                                    baseline)
-        if agreement.fresh_similarity is not None:
-            self.baselines.add(NAMESPACE, agreement.fresh_similarity)
-        if agreement.same is not None:
-            self._score(agreement.same, truth)
-        return agreement.same
-
-    def _score(self, said: bool, truth: bool) -> None:
+            said = truth if self.rng.random() >= (self.config.labeller_error or 0.0) else not truth
+            same, weight = said, self.rules.config.model_weight
+        else:
+            agreement = self.rules.compare(NAMESPACE, fresh, cached, second)
+            if agreement.same is None:
+                return None
+            same, weight = agreement.same, 1.0
         self.judged += 1
-        self.accurate += said == truth
+        self.accurate += same == truth
+        self.rules.teach(case, same, weight)
+        return same
 
     def learn(self) -> None:
-        if self.config.learn:
-            policy = self.cache.matcher.policy
-            for kind, observations in by_kind(self.observations).items():
-                self.book.update(NAMESPACE, collect(observations, policy.learn_floor), policy.prior_for(kind), kind)
+        """The learner's pass, as a gateway's (`service.thresholds.ThresholdKeeper`): each kind's threshold chosen
+        from its evidence and the namespace's prior."""
+        if not self.product.config.learns:
+            return
+        book = self.product.book
+        prior = self.product.matcher.namespaces.prior_for(NAMESPACE)
+        for kind, observations in by_kind(self.observations).items():
+            book.update(NAMESPACE, collect(observations, book.config.floor), prior.prior_for(kind), kind)
 
 
 def _body(request: StreamRequest, text: str) -> dict[str, Any]:
@@ -235,21 +280,15 @@ def _body(request: StreamRequest, text: str) -> dict[str, Any]:
 
 
 def run_learn(name: str, requests: Sequence[StreamRequest], embedder: Embedder, config: LearnConfig) -> LearnReport:
-    """Replay `requests` through a fresh cache whose namespace learns its threshold (or keeps it fixed)."""
+    """Replay `requests` through a fresh gateway's product whose namespace learns its threshold (or keeps it
+    fixed)."""
     answers = _Answers(embedder)
     with tempfile.TemporaryDirectory(prefix="deja-learn-") as tmp:
         engine = make_engine(f"sqlite:///{Path(tmp) / 'entries.db'}")
         try:
             store = EntryStore(engine)
             store.create_schema()
-            book = ThresholdBook(LearnerConfig.for_policy(config.policy, config.labeller_error or 0.0, config.seed),
-                                 clock=lambda: 0.0)
-            deciders = Deciders(config.stages)
-            matcher = Matcher(config.policy, deciders, learned=book.threshold)
-            cache = Cache(LruExactCache(), store, SemanticIndex(embedder.dim), answers, CacheConfig(config.policy),
-                          matcher=matcher)
-            deployment = _Deployment(cache, book, config, answers)
-            return _run(name, requests, deployment, config)
+            return _run(name, requests, _Deployment(store, answers, config), config)
         finally:
             engine.dispose()
 
@@ -266,7 +305,7 @@ def _run(name: str, requests: Sequence[StreamRequest], deployment: _Deployment, 
         deployment.serve(request, parts[position >= half])
         if (position + 1) % config.update_every == 0:
             deployment.learn()
-            now = deployment.cache.matcher.policy_for(NAMESPACE).min_similarity
+            now = deployment.product.matcher.policy_for(NAMESPACE).min_similarity
             if now != current:
                 moves.append((position + 1, now))
                 current = now

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from eval.cli_common import out, policy_and_stages, print_table, settings_from_env
+from eval.cli_common import out, print_table, settings_from_env
 from eval.cli_common import progress as _progress
 from eval.datasets import StreamRequest
 from eval.learn import LearnConfig, LearnReport, fixed, run_learn
@@ -65,11 +65,10 @@ def print_learn(name: str, requests: Sequence[StreamRequest], model: Embedder, t
     from eval.embedding import MemoEmbedder, embed_unique, unique_texts
 
     settings = settings_from_env()
-    policy, stages = policy_and_stages(settings, None)
-    config = LearnConfig(policy, stages, settings.audit_rate,
-                         settings.audit_calls_per_hour, answer_variation=answer_variation,
-                         labeller_error=labeller_error, answer_same_similarity=settings.answer_same_similarity,
-                         seed=seed)
+    # The gateway of DEJA_*, its learner on (`--learn` replays one that learns).
+    config = dataclasses.replace(
+        LearnConfig.from_settings(settings, answer_variation=answer_variation, labeller_error=labeller_error,
+                                  seed=seed), learn=True)
     with _progress("embedding", len(unique_texts(r.prompt for r in requests))) as advance:
         memo = MemoEmbedder(model, embed_unique(model, (r.prompt for r in requests), progress=advance))
     result = compare(name, requests, memo, config, thresholds)

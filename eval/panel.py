@@ -1,9 +1,11 @@
 """The source panel (`eval panel`): every labelled source replayed through the one decision, side by side with
 the baselines, each source and part on its own row.
 
-A trace is replayed through the real cache pipeline (`eval.replay`: a cold cache, the exact tier, the index,
-`index.match.decide`); labelled pairs are decided one by one by the same `decide`, the first prompt as the
-cached candidate. The default is what `Settings()` builds, so the panel measures what the gateway runs.
+The default is the product as `Settings()` builds it, so the panel measures what the gateway runs: on a trace, a
+live gateway replayed from a cold cache with its learner and labelling loop (`eval.learn`, answers that vary as a
+sampled model's do); on labelled pairs, each pair decided by the gateway's Matcher in a cold namespace (the first
+prompt as the cached candidate; no traffic, so no evidence: the prior). The baselines are the same Cache and
+Matcher at a fixed policy, no learner, no labels (`eval.replay`; pairs: `eval.sweep.decide_pair`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from eval.embedding import MemoEmbedder, embed_unique
+from eval.learn import LearnConfig, run_learn
 from eval.metrics import clopper_pearson_upper
 from eval.product import matcher_for
 from eval.replay import ReplayConfig, run_replay
@@ -29,11 +32,13 @@ BASELINE_THRESHOLDS = (0.85, 0.90, 0.95)
 
 @dataclass(frozen=True)
 class Contender:
-    """One decision the panel runs: the default, a cosine baseline, or vCache (traces only)."""
+    """One decision the panel runs: the default, a cosine baseline, or vCache (traces only). `live`: the product as
+    a gateway runs it, replayed with its learner and labelling loop on a trace (None: a fixed policy, no labels)."""
 
     name: str
     policy: MatchPolicy | None
     vcache_delta: float | None = None
+    live: LearnConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -113,11 +118,12 @@ class PanelReport:
         return all(row.holds for row in self.rows if row.origin == Origin.REAL.value)
 
 
-def contenders(default: MatchPolicy) -> tuple[Contender, ...]:
-    """The default; the cosine rule with its rule stages at each baseline threshold; and vCache at the default's
-    budget."""
+def contenders(product: LearnConfig) -> tuple[Contender, ...]:
+    """The default (the product of `product`, live on traces); the cosine rule with its rule stages at each baseline
+    threshold; and vCache at the default's budget."""
+    default = product.policy
     cosine = dataclasses.replace(default, decision=DecisionMode.THRESHOLD, stages=("polarity", "values"))
-    out = [Contender(DEFAULT, default)]
+    out = [Contender(DEFAULT, default, live=product)]
     out += [Contender(f"cosine {t:.2f} + rules", cosine.at(t)) for t in BASELINE_THRESHOLDS]
     out.append(Contender(f"vCache δ={default.max_false_hit_rate:g}", None, vcache_delta=default.max_false_hit_rate))
     return tuple(out)
@@ -150,6 +156,10 @@ def _trace_cell(source: Source, embedder: Embedder, entrant: Contender) -> Cell 
     if entrant.vcache_delta is not None:
         row = run_vcache(source.name, source.requests, embedder, (entrant.vcache_delta,)).rows[0]
         return Cell(entrant.name, row.exact_hits + row.semantic_hits, row.correct, len(source.requests))
+    if entrant.live is not None:
+        learned = run_learn(source.name, source.requests, embedder, entrant.live)
+        served = learned.first.served + learned.second.served
+        return Cell(entrant.name, served, learned.first.correct + learned.second.correct, learned.requests)
     assert entrant.policy is not None
     policy = entrant.policy
     config = ReplayConfig((policy.min_similarity,), build_stages(policy.stages), policy=policy)
@@ -159,7 +169,7 @@ def _trace_cell(source: Source, embedder: Embedder, entrant: Contender) -> Cell 
 
 def _pairs_cell(scored: Sequence[ScoredPair], entrant: Contender) -> Cell:
     assert entrant.policy is not None
-    matcher = matcher_for(entrant.policy)
+    matcher = matcher_for(entrant.policy, learn=entrant.live is not None and entrant.live.learn)
     served = correct = 0
     for index, item in enumerate(scored):
         decision = decide_pair(matcher, item, index)

@@ -28,9 +28,11 @@ def panel(
     check: Annotated[bool, typer.Option(
         "--check", help="Exit 1 when the default breaks a real-user source's target.")] = False,
 ) -> None:
-    """Replay every labelled source through the default decision, beside the baselines (cosine + rules at
-    0.85/0.90/0.95, vCache), each source and part on its own row."""
+    """Replay every labelled source through the product at the defaults (on a trace: a live gateway, its learner
+    and labelling loop included), beside the baselines (cosine + rules at 0.85/0.90/0.95, vCache), each source and
+    part on its own row."""
     from eval.cli_common import fail, print_table, settings_from_env
+    from eval.learn import LearnConfig
     from eval.panel import contenders, run_panel
     from eval.panel_report import panel_table, to_json, verdict_lines, write_outputs
     from eval.sources import all_sources
@@ -43,8 +45,10 @@ def panel(
     if not chosen:
         fail("no source matches --part / --source")
     settings = settings_from_env()
-    policy = settings.policy()
-    entrants = contenders(policy)
+    # The product as a gateway of DEJA_* runs it: on traces, its learner and labels, an upstream whose answers vary.
+    product = LearnConfig.from_settings(settings, answer_variation=True, seed=seed)
+    policy = product.policy
+    entrants = contenders(product)
     err = Console(stderr=True)
     report = run_panel(chosen, make_embedder(EmbedderName.MINILM_ONNX), entrants, policy.describe(),
                        missing, progress=lambda name: err.print(f"panel: {name}"))

@@ -45,6 +45,9 @@ def replay(
         "asked once in a seeded order.")] = None,
     part: Annotated[str | None, typer.Option(
         help="Replay only the requests of this split (dev or test) of a trace that has a `part` field.")] = None,
+    limit: Annotated[int | None, typer.Option(
+        min=1, help="Replay only the first N requests (of the split, in the trace's or the seeded cluster order).")
+    ] = None,
     threshold: Annotated[str | None, typer.Option(
         help="Min cosine similarity: 0.85, 0.70:0.95:0.05 or a,b,c (default 0.85; guarded: the gateway's)",
         show_default=False)] = None,
@@ -81,6 +84,8 @@ def replay(
     from eval.tables import replay_summary, replay_table
 
     name, requests = _trace(stream, clusters, part)
+    if limit is not None:
+        name, requests = f"{name}, first {min(limit, len(requests))}", requests[:limit]
     settings = _settings()
     if learn:
         from eval.learn_cli import print_learn

@@ -16,6 +16,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from index.embedding.embedder import EmbedderBackend
 from index.embedding.memo import DEFAULT_CONTEXT_MEMO_SIZE
 from index.guards.stages import STAGE_ORDER
+from index.match.labelling import LabelConfig
 from index.match.live_threshold import CONFIDENCE as LEARNER_CONFIDENCE
 from index.match.policy import (
     DEFAULT_ALTERNATIVE_MIN_SIMILARITY,
@@ -296,6 +297,12 @@ class Settings(BaseSettings):
             slot_similarity=self.slot_min_similarity,
             alternative_similarity=self.alternative_min_similarity,
         )
+
+    def labelling(self) -> LabelConfig:
+        """How the deployment labels, as the gateway's labelling loop runs it and `eval replay --learn` replays it
+        (the one place it is built)."""
+        return LabelConfig(self.shadow_labels, self.label_model is not None, self.label_model_error_rate,
+                           self.answer_same_similarity)
 
     @property
     def sql_url(self) -> str:

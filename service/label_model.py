@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from index.match.labelling import LabelCase as LabelCase  # re-exported: what a label call is about
 from service.errors import UpstreamError
 from service.metrics import Metrics
 from service.upstream import Upstream
@@ -26,17 +26,6 @@ SYSTEM_PROMPT = (
 )
 # Answers are cut to this many characters in the label model's message (the cost of a label stays bounded).
 MAX_TEXT = 4000
-
-
-@dataclass(frozen=True)
-class LabelCase:
-    """What a label is about: the request's prompt and the candidate's, in a namespace, and whether the candidate
-    was served (an audit) or not (a shadow)."""
-
-    namespace: str
-    question: str
-    cached_question: str
-    served: bool
 
 
 def label_body(model: str, case: LabelCase, cached_answer: str, fresh_answer: str | None) -> dict[str, Any]:

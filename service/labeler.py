@@ -3,7 +3,8 @@ response: both run as background tasks, audits with bounded concurrency (skipped
 compares the two answers against how much the upstream's own answers vary (`index.match.answers`: an audit re-asks
 twice, and the namespace keeps a baseline of fresh-vs-fresh similarity), or, with `DEJA_LABEL_MODEL`, is the label
 model's verdict (`service.label_model`), weighted by its error rate; a wrong hit or a right near-miss is one label
-of its difference (`index.match.differences`)."""
+of its difference (`index.match.differences`). Who labels, when a shadow asks again and what a label teaches are
+`index.match.labelling`'s rules; this module does the I/O."""
 
 from __future__ import annotations
 
@@ -17,12 +18,11 @@ import anyio.to_thread
 from starlette.concurrency import run_in_threadpool
 
 from index.errors import Overloaded, StoreUnavailable
+from index.match.labelling import LabelCase, LabelRules
+from index.match.outcome import Lookup
 from index.storage.decision_log import Label, LabelSource
 from service.dialects import Dialect
 from service.errors import UpstreamError
-from service.evidence import teach_case
-from service.label_model import LabelCase
-from service.labels import compare_answers
 from service.runtime import Runtime
 from service.upstream import Upstream
 
@@ -39,22 +39,19 @@ MAX_WAITING_LABELS = 128
 
 
 class Labeler:
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, rules: LabelRules) -> None:
         self.rt = runtime
+        self.rules = rules
         self._threads = anyio.CapacityLimiter(LABEL_THREADS)
 
     def _compare(self, source: LabelSource, namespace: str, fresh: str, cached: str,
                  second: str | None) -> tuple[bool, str, float] | None:
         """Compare two answers' texts, in a worker thread (it embeds the answers); None: no label."""
         try:
-            agreement = compare_answers(fresh, cached, self.rt.background_embedder,
-                                        self.rt.settings.answer_same_similarity, second,
-                                        self.rt.answer_baselines.baseline(namespace))
+            agreement = self.rules.compare(namespace, fresh, cached, second)
         except Overloaded as exc:  # the background lane is full: this label is skipped, requests come first
             log.info("%s label skipped: %s", source.value, exc)
             return None
-        if agreement.fresh_similarity is not None:
-            self.rt.answer_baselines.add(namespace, agreement.fresh_similarity)
         if agreement.same is None:
             self.rt.metrics.label_calls.labels("no_label").inc()
             log.info("%s not labelled: %s", source.value, agreement.detail)
@@ -65,23 +62,22 @@ class Labeler:
                weight: float) -> None:
         try:
             self.rt.decisions.label(Label(request_id, source, same, self.rt.clock(), detail))
-            teach_case(self.rt, case, same, weight)
+            self.rules.teach(case, same, weight)
         except StoreUnavailable as exc:
             log.warning("%s label lost: %s", source.value, exc)
 
     async def _label(self, request_id: str, source: LabelSource, case: LabelCase, fresh: str, cached: str,
                      headers: dict[str, str], second: str | None = None) -> None:
-        label_model = self.rt.label_model
-        if label_model is not None and source is not LabelSource.AUDIT and not self.rt.audit_sampler.spend(1):
+        label_model = self.rt.label_model if self.rules.by_label_model(source is LabelSource.AUDIT) else None
+        if label_model is None and self.rt.label_model is not None:
             # Over the hour's allowance: this shadow is labelled by answer comparison instead.
             self.rt.metrics.label_calls.labels("over_ceiling").inc()
-            label_model = None
         if label_model is not None:
             same = await label_model.same(case, cached, fresh, headers)
             if same is None:
                 return
-            weight = 1.0 - 2.0 * self.rt.settings.label_model_error_rate
-            result: tuple[bool, str, float] | None = (same, f"label model {label_model.model}", weight)
+            result: tuple[bool, str, float] | None = (same, f"label model {label_model.model}",
+                                                      self.rules.config.model_weight)
         else:
             if self._threads.statistics().tasks_waiting >= MAX_WAITING_LABELS:
                 log.info("%s label skipped: %d labels waiting", source.value, MAX_WAITING_LABELS)
@@ -91,20 +87,16 @@ class Labeler:
         if result is not None:
             await run_in_threadpool(self._store, request_id, source, case, *result)
 
-    def shadow(self, request_id: str, dialect: Dialect, fresh: dict[str, Any], cached: dict[str, Any],
-               case: LabelCase, headers: dict[str, str], body: Mapping[str, Any] | None = None) -> None:
-        """A near-miss went upstream: would the candidate's answer have been right? Shadows obey
-        DEJA_SHADOW_LABELS. Without a label model, while the namespace has no measure of how much the upstream's
-        answers vary, a shadow whose two answers differ asks the upstream once more (`body`), within
-        DEJA_AUDIT_CALLS_PER_HOUR: two fresh answers show the variation, so the near miss gets a label instead of
-        none."""
-        if not self.rt.settings.shadow_labels:
-            return
-        texts = dialect.answer_text(fresh), dialect.answer_text(cached)
+    def shadow(self, request_id: str, dialect: Dialect, fresh: dict[str, Any], lookup: Lookup, case: LabelCase,
+               headers: dict[str, str], body: Mapping[str, Any]) -> None:
+        """A miss with a decided candidate went upstream (`Labelling.near_miss`: the rules said to label it):
+        would the candidate's answer have been right? When the rules say so (`LabelRules.asks_again`), the
+        upstream is asked once more with `body`: two fresh answers show how much its answers vary."""
+        texts = dialect.answer_text(fresh), dialect.answer_text(lookup.candidate_response or {})
 
         async def run() -> None:
             second = None
-            if body is not None and self._needs_variation(case.namespace, *texts) and self.rt.audit_sampler.spend(1):
+            if self.rules.asks_again(case.namespace, lookup, *texts):
                 upstream = self.rt.upstream_for(dialect.upstream)
                 again = await self._ask(upstream, dialect, headers, json.dumps(dialect.audit_body(body)).encode(),
                                         request_id)
@@ -113,10 +105,6 @@ class Labeler:
             await self._label(request_id, LabelSource.SHADOW, case, *texts, headers, second)
 
         self.rt.spawn(run())
-
-    def _needs_variation(self, namespace: str, fresh: str, cached: str) -> bool:
-        return (self.rt.label_model is None and fresh != cached
-                and self.rt.answer_baselines.baseline(namespace) is None)
 
     def audit(self, request_id: str, dialect: Dialect, body: Mapping[str, Any], headers: dict[str, str],
               served: dict[str, Any], case: LabelCase) -> None:
@@ -135,7 +123,7 @@ class Labeler:
                     return
                 # Without a label model, a second fresh answer shows how much the upstream's answers vary.
                 second = None
-                if self.rt.label_model is None:
+                if self.rules.audit_asks_twice:
                     again = await self._ask(upstream, dialect, headers, content_out, request_id)
                     second = None if again is None else dialect.answer_text(again)
                 await self._label(request_id, LabelSource.AUDIT, case, dialect.answer_text(fresh),

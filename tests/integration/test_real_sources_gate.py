@@ -1,6 +1,6 @@
 """The promise on real traffic, kept by the suite: a seeded replay of every real-user source at Deja's defaults
-(`Settings()` as a fresh gateway builds it, the real MiniLM), from a cold cache, fails when a source's wrong /
-served passes its target.
+(`Settings()` as a fresh gateway builds it, the real MiniLM: on the OSSChat trace the gateway's learner and
+labelling loop run as they would live), from a cold cache, fails when a source's wrong / served passes its target.
 
 The public sets are read where they lie (`DEJA_SHARED_DATASETS`, default `../shared/datasets` beside the
 checkout), never copied into the repository; without them the gate is skipped with the reason.
@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from eval.embedding import EmbedderName, make_embedder
+from eval.learn import LearnConfig
 from eval.panel import DEFAULT, PanelReport, contenders, run_panel
 from eval.sources import Origin, Source, langcache, osschat, qqp
 from index.match.policy import DecisionMode, MatchPolicy
@@ -31,7 +32,9 @@ def _real_sources() -> list[Source]:
 
 
 def _replayed(policy: MatchPolicy, sources: list[Source]) -> PanelReport:
-    default = contenders(policy)[0]
+    """The product a gateway of `policy` runs: a trace replayed live (its learner and labelling loop, an upstream
+    whose answers vary), pairs decided by its Matcher in a cold namespace."""
+    default = contenders(LearnConfig.from_settings(Settings(), policy, answer_variation=True))[0]
     assert default.name == DEFAULT
     return run_panel(sources, make_embedder(EmbedderName.MINILM_ONNX), [default], policy.describe())
 

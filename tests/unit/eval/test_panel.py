@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from eval.datasets import Conversation, LabeledPair, StreamRequest
+from eval.learn import LearnConfig
 from eval.panel import DEFAULT, Contender, contenders, run_panel
 from eval.panel_report import panel_table, to_json, verdict_lines
 from eval.sources import Origin, Source, all_sources, split_of
@@ -66,7 +67,17 @@ def test_splits_are_stable_and_a_missing_public_set_is_a_note(tmp_path: Path) ->
 
 
 def test_the_contenders_are_the_default_the_cosine_baselines_and_vcache() -> None:
-    entrants = contenders(MatchPolicy(0.92, stages=("polarity", "values")))
+    entrants = contenders(LearnConfig(MatchPolicy(0.92, stages=("polarity", "values"))))
     assert [e.name for e in entrants] == [DEFAULT, "cosine 0.85 + rules", "cosine 0.90 + rules",
                                           "cosine 0.95 + rules", "vCache δ=0.02"]
     assert all(e.policy is None or not e.policy.guarded for e in entrants[1:])
+    assert entrants[0].live is not None and all(e.live is None for e in entrants[1:])
+
+
+def test_the_default_replays_a_trace_as_a_live_gateway_with_its_learner_and_labels() -> None:
+    """The panel's default on a trace is the product's labelling loop and learner, not a decision at the prior."""
+    live = Contender(DEFAULT, MatchPolicy(0.92, stages=("polarity", "values")),
+                     live=LearnConfig(MatchPolicy(0.92, stages=("polarity", "values")), answer_variation=True))
+    report = run_panel([TRACE], HashEmbedder(dim=256), [live], "guarded")
+    cell = report.rows[0].cell(DEFAULT)
+    assert cell is not None and cell.base == len(TRACE.requests) and cell.correct == 1 and cell.wrong == 0
