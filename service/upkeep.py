@@ -94,7 +94,10 @@ class Upkeep:
             return
         try:
             manifest = p.maintainer.save_snapshot(p.snapshot)
-            log.info("snapshot saved: %d entries up to id %d", manifest.entries, manifest.watermark)
+            if manifest is None:
+                log.debug("snapshot unchanged: not written again")
+            else:
+                log.info("snapshot saved: %d entries up to id %d", manifest.entries, manifest.watermark)
         except (OSError, RuntimeError) as exc:
             log.warning("snapshot not saved: %s", exc)
         self._last_snapshot = time.monotonic()

@@ -55,6 +55,7 @@ class SemanticIndex:
         self._max_id = 0
         self._scans = ScopeMatrices(self.params.scan_cache_rows)
         self._lock = threading.RLock()
+        self._changes = 0  # adds and removals so far: a snapshot of an unchanged index need not be written again
 
     def __len__(self) -> int:
         return len(self._scope_of)
@@ -68,6 +69,11 @@ class SemanticIndex:
     def max_id(self) -> int:
         """Highest id ever added (monotonic: removals do not lower it)."""
         return self._max_id
+
+    @property
+    def changes(self) -> int:
+        """How many adds and removals this index has seen (0 for one just loaded from a snapshot)."""
+        return self._changes
 
     def add(self, entry_id: int, scope: str, vector: Vector) -> None:
         self.add_many([entry_id], [scope], np.asarray(vector, np.float32).reshape(1, -1))
@@ -94,6 +100,7 @@ class SemanticIndex:
                 else:
                     self._scans.drop(scope)
             self._max_id = max(self._max_id, *entry_ids)
+            self._changes += 1
 
     def remove(self, entry_id: int) -> None:
         with self._lock:
@@ -101,6 +108,7 @@ class SemanticIndex:
             if scope is None:
                 return
             self._index.mark_deleted(entry_id)
+            self._changes += 1
             self._scans.remove(scope, entry_id)
             members = self._members[scope]
             members.discard(entry_id)

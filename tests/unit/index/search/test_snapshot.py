@@ -40,8 +40,23 @@ def saved(tmp_path: Path) -> tuple[Path, SnapshotDir, dict[str, int]]:
     Maintainer(cache, None).start()
     ids = {t: store(cache, t) for t in ("reset my password", "cancel my plan", "export my invoices")}
     manifest = Maintainer(cache, None).save_snapshot(snapshot)
-    assert manifest.entries == 3 and manifest.watermark == max(ids.values())
+    assert manifest is not None and manifest.entries == 3 and manifest.watermark == max(ids.values())
     return db, snapshot, ids
+
+
+def test_an_index_unchanged_since_its_snapshot_is_not_written_again(
+        saved: tuple[Path, SnapshotDir, dict[str, int]]) -> None:
+    db, snapshot, _ = saved
+    cache = sqlite_cache(db)
+    maintainer = Maintainer(cache, None)
+    assert maintainer.start(snapshot).from_snapshot
+    graph = snapshot.path / "index.search.hnsw"
+    written = graph.stat().st_mtime_ns
+    assert maintainer.save_snapshot(snapshot) is None and graph.stat().st_mtime_ns == written
+    store(cache, "delete my account")  # the index changes: the next save writes it
+    manifest = maintainer.save_snapshot(snapshot)
+    assert manifest is not None and manifest.entries == 4
+    assert maintainer.save_snapshot(snapshot) is None  # and then holds it
 
 
 def test_start_loads_the_snapshot_and_catches_up_from_sql(saved: tuple[Path, SnapshotDir, dict[str, int]]) -> None:
