@@ -85,7 +85,9 @@ def make_engine(url: str) -> Engine:
     if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     connect_args = {"connect_timeout": 3} if url.startswith("postgresql") else {}
-    engine = create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+    # A server connection may have died while pooled: ping it on checkout. A SQLite file has no server, and the
+    # ping was a query on every lookup's reads.
+    engine = create_engine(url, pool_pre_ping=not url.startswith("sqlite"), connect_args=connect_args)
     if engine.dialect.name == "sqlite":
 
         @event.listens_for(engine, "connect")
