@@ -114,6 +114,18 @@ def test_the_decision_page_carries_the_steps_the_decision_runs() -> None:
     assert [row.split("`")[1] for row in rows] == [step.name for step in STEPS]
 
 
+def test_the_readme_lists_the_steps_the_decision_runs_in_their_order() -> None:
+    """The front page's list of steps names each step of `index.match.steps.STEPS` in backticks, in order."""
+    from index.match.steps import STEPS
+
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## How a hit is decided", 1)[1].split("\n## ", 1)[0]
+    items = "\n".join(line for line in section.splitlines() if re.match(r"\s*(\d+\.|\s{2,}\S)", line))
+    names = {step.name for step in STEPS}
+    listed = [name for name in re.findall(r"`([^`]+)`", items) if name in names]
+    assert listed == [step.name for step in STEPS]
+
+
 def test_readme_is_a_front_page_with_both_setup_commands() -> None:
     assert README.stat().st_size <= 15_000
     text = README.read_text(encoding="utf-8")
