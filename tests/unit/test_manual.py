@@ -156,6 +156,27 @@ def test_the_manual_states_the_budgets_one_statistic_at_the_learners_confidence(
             if any(f"{b}%" != percent for b in bounds) or any(float(p) != CONFIDENCE for p in probabilities)} == {}
 
 
+def test_the_budget_page_quotes_the_learners_constants_as_the_code_sets_them() -> None:
+    """Every number the budget page's statistics quote is the constant the learner runs with."""
+    from index.match import evidence, live_threshold
+    from index.settings import Settings
+
+    text = " ".join((ROOT / "docs" / "budget.md").read_text(encoding="utf-8").split())
+    interval = Settings.model_fields["threshold_interval_seconds"].default
+    quoted = {
+        f"band of {evidence.BAND_WIDTH:g}": evidence.BAND_WIDTH,
+        f"every {evidence.HALF_LIFE_REQUESTS:,} newer requests": evidence.HALF_LIFE_REQUESTS,
+        f"every {evidence.HALF_LIFE_LABELS:,} newer labels": evidence.HALF_LIFE_LABELS,
+        f"every {live_threshold.PRIOR_SCALE:g} of cosine": live_threshold.PRIOR_SCALE,
+        f"strength {live_threshold.PRIOR_STRENGTH:g} labels": live_threshold.PRIOR_STRENGTH,
+        f"{live_threshold.DRAWS:,} seeded draws": live_threshold.DRAWS,
+        f"at least {live_threshold.MIN_LABELS_BELOW_PRIOR} labels": live_threshold.MIN_LABELS_BELOW_PRIOR,
+        f"holding {live_threshold.PSEUDO_MASS_SHARE:.0%} of the traffic": live_threshold.PSEUDO_MASS_SHARE,
+        f"`DEJA_THRESHOLD_INTERVAL_SECONDS` ({interval:g})": interval,
+    }
+    assert [phrase for phrase in quoted if phrase not in text] == []
+
+
 @pytest.mark.parametrize("document", _documents(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_document_describes_the_retired_bar_levels(document: Path) -> None:
     if document.name == "changelog.md":
