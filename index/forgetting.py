@@ -7,6 +7,8 @@ label counts need: the decision's `request_id`, `namespace` (an HMAC), `model`, 
 names, pass/fail and scores (not their reasons, which may quote the text), and SHA-256 hashes of the two
 prompts (`prompt_hash`, `candidate_hash`); `prompt` becomes "" and `candidate_prompt` "" (or stays NULL when
 there was no candidate). Its labels keep `source`, `correct` and `created_at`; their `detail` is dropped.
+Invalidating a namespace (or everything) also empties its learned thresholds' evidence totals
+(`index.storage.evidence`), which hold numbers per band only and age by requests and labels, not days.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from sqlalchemy import update as sql_update
 
 from index.errors import store_errors
 from index.maintenance import Maintainer
-from index.storage.schema import decisions, entries, labels, tombstones
+from index.storage.evidence import reset_evidence
+from index.storage.schema import decisions, entries, evidence_labels, labels, tombstones
 
 log = logging.getLogger("deja.forgetting")
 
@@ -138,6 +141,9 @@ class Forgetting:
         self._forget(and_(*decision_scope) if decision_scope else decisions.c.request_id.is_not(None))
         for start in range(0, len(ids), 500):
             self._forget(decisions.c.entry_id.in_(ids[start:start + 500]))
+        if model is None:  # a namespace's evidence goes with its entries (a model's is not kept apart)
+            with store_errors("reset evidence"), self.engine.begin() as conn:
+                reset_evidence(conn, namespace, self.clock())
         return deleted
 
     def _forget(self, condition: ColumnElement[bool]) -> None:
@@ -168,6 +174,8 @@ class Forgetting:
                 cutoff = now - days.label_days * DAY_SECONDS
                 swept["labels"] = _delete_batch(conn, labels.c.created_at < cutoff, labels.c.request_id,
                                                 labels.c.source)
+                # What the evidence totals count of those labels goes too (their aged weight stays in the totals).
+                _delete_batch(conn, evidence_labels.c.created_at < cutoff, evidence_labels.c.request_id)
                 orphaned = and_(decisions.c.forgotten_at.is_not(None), decisions.c.created_at < cutoff,
                                 ~_labelled(decisions.c.request_id))
                 swept["decisions_deleted"] += _delete_batch(conn, orphaned, decisions.c.request_id)

@@ -28,6 +28,7 @@ from index.match.audit_sampler import AuditSampler
 from index.match.candidates import CandidateRule
 from index.match.decide import Deciders
 from index.match.differences import Differences
+from index.match.evidence import Aging
 from index.match.live_threshold import LearnerConfig
 from index.match.matcher import Matcher, NamespacePolicies
 from index.match.threshold_book import ThresholdBook
@@ -40,7 +41,7 @@ from index.search.vector_index import VectorIndex, VectorIndexKind
 from index.storage.decision_log import DecisionLog, DecisionRecord
 from index.storage.differences import SqlDifferenceLog
 from index.storage.entries import EntryStore, make_engine
-from index.storage.evidence import EvidenceLog
+from index.storage.evidence import EvidenceStore
 from index.storage.exact import ExactCache, LruExactCache
 from index.storage.secret import check_secret
 from service.budget import BudgetKeeper
@@ -145,7 +146,9 @@ class Runtime:
                            clock=self.clock, matcher=matcher)
         self.maintainer = Maintainer(self.cache, settings.max_entries, clock=self.clock,
                                      recount_seconds=settings.recount_interval_seconds)
-        self.decisions = DecisionLog(self.engine)
+        # The learned thresholds' evidence: running totals updated where decisions and labels are written.
+        self.evidence = EvidenceStore(self.engine, Aging(self.learned.config.floor), self.clock)
+        self.decisions = DecisionLog(self.engine, self.evidence)
         retention = Retention(settings.decision_log_days, settings.label_days, settings.tombstone_days)
         self.forgetting = Forgetting(self.engine, self.maintainer, retention, self.clock)
         self.answer_baselines = AnswerBaselines()
@@ -155,8 +158,8 @@ class Runtime:
                                           calls_per_audit=2)
         self.budget = BudgetKeeper(self.engine, self.learned.budget, self.learned.config.confidence, self.metrics,
                                    self.differences, self.clock)
-        self.threshold_keeper = ThresholdKeeper(self.learned, EvidenceLog(self.engine),
-                                                self.thresholds.prior_for, self.metrics)
+        self.threshold_keeper = ThresholdKeeper(self.learned, self.evidence, self.thresholds.prior_for,
+                                                lambda: self.thresholds.by_namespace, self.metrics)
         self.upstream = build_upstream(settings, settings.upstream_url, parts.transport)
         self.anthropic_upstream = build_upstream(settings, settings.anthropic_upstream_url, parts.transport)
         self.label_model = None if settings.label_model is None else LabelModel(

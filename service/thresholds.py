@@ -1,23 +1,25 @@
 """Each namespace's learned thresholds (one per kind of difference) on a gateway: `ThresholdKeeper.refresh` (the
-upkeep pass, every `DEJA_THRESHOLD_INTERVAL_SECONDS`) re-reads every namespace's evidence from the shared decision log
-(`index.storage.evidence`) and lets `index.match.threshold_book` choose; `view` is what `/deja/budget` and the
-overview page show of what that pass chose (they never run one): the threshold in force, the budget's statistic
+learner's pass, every `DEJA_THRESHOLD_INTERVAL_SECONDS`, in a thread of its own) reads the evidence streams published
+since its last pass from the shared running totals (`index.storage.evidence`: a stream publishes when its labels
+change or its traffic grew by an eighth) and lets `index.match.threshold_book` choose; nothing else is read, so a
+pass costs what the new labels cost, whatever the number of namespaces. `view` is what `/deja/budget` and the
+overview page show of what the passes chose (they never run one): the threshold in force, the budget's statistic
 there (the learner's upper bound on wrong ÷ served at its confidence), the evidence per band behind it and the
 labels that would move it."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Mapping
 
 from pydantic import BaseModel
 
 from index.errors import StoreUnavailable
-from index.match.evidence import by_kind, collect
 from index.match.outcome import Kind
 from index.match.policy import MatchPolicy
 from index.match.threshold_book import ThresholdBook, ThresholdMove
-from index.storage.evidence import EvidenceLog
+from index.storage.evidence import EvidenceStore, StreamEvidence
 from service.metrics import Metrics
 
 log = logging.getLogger("deja.threshold")
@@ -60,33 +62,54 @@ class ThresholdMoveView(BaseModel):
 
 
 class ThresholdKeeper:
-    """Refreshes the book from SQL; the book itself is what the Matcher reads."""
+    """Re-chooses the streams whose evidence moved; the book itself is what the Matcher reads. `prior` is a
+    namespace's policy before learning; `stored` the thresholds stored per namespace ("*": every namespace's) that
+    priors come from: a change there re-chooses the namespaces it covers."""
 
-    def __init__(self, book: ThresholdBook, evidence: EvidenceLog, prior: Callable[[str], MatchPolicy],
-                 metrics: Metrics) -> None:
+    def __init__(self, book: ThresholdBook, evidence: EvidenceStore, prior: Callable[[str], MatchPolicy],
+                 stored: Callable[[], Mapping[str, tuple[float, int]]], metrics: Metrics) -> None:
         self.book = book
         self.evidence = evidence
         self.prior = prior
+        self.stored = stored
         self.metrics = metrics
+        # The evidence version the last pass read up to, and the stored thresholds its priors came from.
+        self.version = 0
+        self._priors: dict[str, tuple[float, int]] = {}
+        # Streams the last pass chose (what a pass costs is this many choices).
+        self.chosen = 0
+        self._lock = threading.Lock()
 
     def refresh(self) -> list[ThresholdMove]:
-        """In a worker thread: every namespace's threshold from its evidence."""
-        moves = []
-        try:
-            for namespace in self.evidence.namespaces():
-                policy = self.prior(namespace)
-                for kind, observations in by_kind(self.evidence.observations(namespace)).items():
-                    found = collect(observations, self.book.config.floor)
-                    move = self.book.update(namespace, found, policy.prior_for(kind), kind)
-                    state = self.book.state(namespace, kind)
-                    if state is not None:
-                        self._export(namespace, kind, state.threshold, state.upper)
-                    if move is not None:
-                        moves.append(move)
-                        self.metrics.threshold_moves.labels("down" if move.new < move.old else "up").inc()
-        except StoreUnavailable as exc:
-            log.warning("thresholds not refreshed: %s", exc)
+        """In a worker thread: labels left uncounted are counted, then every stream published since the last pass
+        (and every stream of a namespace whose prior changed) is chosen again from its published evidence."""
+        with self._lock:
+            try:
+                self.evidence.settle()
+                streams = self.evidence.changed(self.version)
+                priors = dict(self.stored())
+                moved = _moved(self._priors, priors, {ns for ns, _ in self.book.states()})
+                if moved:
+                    known = {(s.namespace, s.kind) for s in streams}
+                    streams += [s for s in self.evidence.of(moved) if (s.namespace, s.kind) not in known]
+            except StoreUnavailable as exc:
+                log.warning("thresholds not refreshed: %s", exc)
+                return []
+            moves = [move for stream in streams if (move := self._choose(stream)) is not None]
+            self.version = max([self.version, *(s.version for s in streams)])
+            self._priors = priors
+            self.chosen = len(streams)
         return moves
+
+    def _choose(self, stream: StreamEvidence) -> ThresholdMove | None:
+        policy = self.prior(stream.namespace)
+        move = self.book.update(stream.namespace, stream.evidence, policy.prior_for(stream.kind), stream.kind)
+        state = self.book.state(stream.namespace, stream.kind)
+        if state is not None:
+            self._export(stream.namespace, stream.kind, state.threshold, state.upper)
+        if move is not None:
+            self.metrics.threshold_moves.labels("down" if move.new < move.old else "up").inc()
+        return move
 
     def _export(self, namespace: str, kind: Kind, threshold: float, upper: float) -> None:
         if kind is Kind.COSINE:
@@ -109,3 +132,12 @@ class ThresholdKeeper:
     def moves(self) -> list[ThresholdMoveView]:
         return [ThresholdMoveView(namespace=m.namespace, kind=m.kind.value, old=m.old, new=m.new, estimate=m.estimate,
                                   upper=m.upper, labels=m.labels, at=m.at) for m in self.book.history]
+
+
+def _moved(before: Mapping[str, tuple[float, int]], after: Mapping[str, tuple[float, int]],
+           known: set[str]) -> set[str]:
+    """The namespaces whose prior a change of the stored thresholds moved (of those `known`, all of them when the
+    deployment-wide "*" changed)."""
+    if before.get("*") != after.get("*"):
+        return known | {ns for ns in after if ns != "*"}
+    return {ns for ns in before.keys() | after.keys() if before.get(ns) != after.get(ns)}

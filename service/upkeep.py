@@ -1,6 +1,7 @@
 """A running gateway's upkeep: start-up index load, then a loop of rounds (replica catch-up, eviction, forgetting,
-decision-log writes, label metrics, the budget's pass: tallies and per-namespace thresholds, snapshots). The
-budget's pass is the only place its numbers are computed; the admin reads show what it stored."""
+decision-log writes, label metrics, snapshots) and, beside it in a thread of its own, the budget's pass (tallies
+and per-namespace thresholds), so that a long pass never delays a replica's catch-up. The budget's pass is the only
+place its numbers are computed; the admin reads show what it stored."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+import anyio
+import anyio.to_thread
 from starlette.concurrency import run_in_threadpool
 
 from index.cache import Cache
@@ -54,7 +57,9 @@ class Upkeep:
         # Entries in the index as of the last count (a shared index is counted in SQL: not every round).
         self.indexed_entries = 0
         self._last_snapshot = time.monotonic()
-        self._last_budget = float("-inf")
+        self._budget_lock = threading.Lock()
+        # The budget's pass runs in this one thread of its own, never in the request pool nor in the upkeep round.
+        self._budget_thread = anyio.CapacityLimiter(1)
         self._pending: list[DecisionRecord] = []
         self._pending_lock = threading.Lock()
 
@@ -115,7 +120,6 @@ class Upkeep:
             p.forgetting.sweep()
             self._label_metrics()
         p.cache.matcher.namespaces.by_namespace = p.decisions.thresholds()
-        self.refresh_budget()
         if evict or isinstance(p.cache.index, SemanticIndex):  # a shared index is counted in SQL: not every round
             self.indexed_entries = len(p.cache.index)
         p.metrics.indexed.set(self.indexed_entries)
@@ -123,18 +127,16 @@ class Upkeep:
         if interval and time.monotonic() - self._last_snapshot >= interval:
             self.save_snapshot()
 
-    def refresh_budget(self, force: bool = False) -> None:
-        """The budget's pass, every `DEJA_THRESHOLD_INTERVAL_SECONDS` (`force`: now): the tallies per (namespace,
-        API) and the remembered differences, then each namespace's thresholds from the shared evidence (with
-        learning on). `GET /deja/budget` and the overview page read what the last pass stored."""
+    def refresh_budget(self) -> None:
+        """The budget's pass (every `DEJA_THRESHOLD_INTERVAL_SECONDS` in `run`, or now): the tallies per
+        (namespace, API) and the remembered differences, then the thresholds of the namespaces whose evidence moved
+        (with learning on). `GET /deja/budget` and the overview page read what the last pass stored."""
         p = self.parts
-        if not force and time.monotonic() - self._last_budget < p.settings.threshold_interval_seconds:
-            return
-        self.flush_decisions()
-        p.budget.refresh()
-        if p.thresholds is not None:
-            p.thresholds.refresh()
-        self._last_budget = time.monotonic()
+        with self._budget_lock:
+            self.flush_decisions()
+            p.budget.refresh()
+            if p.thresholds is not None:
+                p.thresholds.refresh()
 
     def _label_metrics(self) -> None:
         p = self.parts
@@ -152,7 +154,23 @@ class Upkeep:
 
     async def run(self) -> None:
         """Load the index, then one round every `DEJA_SYNC_INTERVAL_SECONDS` (evicting every
-        `DEJA_EVICT_INTERVAL_SECONDS`) until cancelled."""
+        `DEJA_EVICT_INTERVAL_SECONDS`) until cancelled; the budget's pass runs beside it."""
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._budget_loop)
+            await self._rounds()
+
+    async def _budget_loop(self) -> None:
+        """The budget's pass every `DEJA_THRESHOLD_INTERVAL_SECONDS` until cancelled."""
+        while True:
+            await asyncio.sleep(self.parts.settings.threshold_interval_seconds)
+            try:
+                await anyio.to_thread.run_sync(self.refresh_budget, limiter=self._budget_thread)
+            except StoreUnavailable as exc:
+                log.warning("budget pass skipped, store unavailable: %s", exc)
+            except Exception:  # the loop must survive anything; the next pass retries
+                log.exception("budget pass failed")
+
+    async def _rounds(self) -> None:
         await run_in_threadpool(self.load_index)
         last_evict = 0.0
         while True:

@@ -125,7 +125,7 @@ class InProcessGateway:
     async def upkeep(self) -> None:
         """Run the budget's upkeep pass now (tallies, differences, learned thresholds), as the background loop
         does every `DEJA_THRESHOLD_INTERVAL_SECONDS`: what `/deja/budget` and the overview page then show."""
-        await asyncio.to_thread(self.runtime.upkeep.refresh_budget, True)
+        await asyncio.to_thread(self.runtime.upkeep.refresh_budget)
 
 
 @asynccontextmanager

@@ -1,14 +1,19 @@
 """The evidence behind a namespace's threshold, per cosine band: how much traffic would be served in each band
 (every request whose first servable candidate sits there, labelled or not: free), and the labels of such
-candidates (shadows of near misses below the threshold, audits of hits above it). Newer evidence weighs more:
-each observation's weight halves every `half_life` newer ones, so the threshold can follow a cache that grows.
+candidates (shadows of near misses below the threshold, audits of hits above it). Newer evidence weighs more: a
+request's weight halves every `HALF_LIFE_REQUESTS` newer requests of its kind, a label's every `HALF_LIFE_LABELS`
+newer labels, so the threshold can follow a cache that grows.
+
+`Totals` keeps that evidence as running totals, one event at a time (a request, a label, a label that changes its
+mind), each band aged lazily to the stream's own counters: the shared store (`index.storage.evidence`) keeps one
+per namespace and kind and updates it where decisions and labels are written; `collect` folds a list through it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from index.match.outcome import Kind
 
@@ -17,6 +22,8 @@ BAND_WIDTH = 0.01
 # Observations this many newer ones back weigh half (would-serve requests and labels age apart: labels are rarer).
 HALF_LIFE_REQUESTS = 4000
 HALF_LIFE_LABELS = 1500
+# On requests alone a stream's mass is published again at most this many requests apart (a quarter of a half-life).
+REPUBLISH_REQUESTS = 1000
 
 
 @dataclass(frozen=True)
@@ -85,33 +92,146 @@ def by_kind(observations: Sequence[Observation]) -> dict[Kind, list[Observation]
 
 def collect(observations: Sequence[Observation], floor: float, half_life_requests: float = HALF_LIFE_REQUESTS,
             half_life_labels: float = HALF_LIFE_LABELS) -> Evidence:
-    """Bands from `observations` (oldest first, one kind's). Observations below `floor` are not evidence."""
-    lows = edges(floor)
-    mass, right, wrong = [0.0] * len(lows), [0.0] * len(lows), [0.0] * len(lows)
-    newer_requests = newer_labels = 0
-    labels = 0
-    kept = 0
-    fixed = 0.0
-    for observation in reversed(observations):
-        if observation.fixed:
-            fixed += 0.5 ** (newer_requests / half_life_requests)
-            newer_requests += 1
+    """Bands from `observations` (oldest first, one kind's, each labelled as it arrives): what `Totals` holds after
+    them. Observations below `floor` are not evidence."""
+    aging = Aging(floor, half_life_requests, half_life_labels)
+    totals = Totals()
+    for observation in observations:
+        low = None if observation.fixed else aging.band(observation.similarity)
+        if low is None and not observation.fixed:
             continue
-        index = band_low(observation.similarity, floor)
-        if index < 0:
-            continue
-        index = min(index, len(lows) - 1)
-        kept += 1
-        mass[index] += 0.5 ** (newer_requests / half_life_requests)
-        newer_requests += 1
-        if observation.correct is None:
-            continue
-        weight = 0.5 ** (newer_labels / half_life_labels)
-        newer_labels += 1
-        labels += 1
-        if observation.correct:
-            right[index] += weight
+        totals.observe(low, aging)
+        if low is not None and observation.correct is not None:
+            totals.label(low, observation.correct, aging)
+    return totals.live(aging)
+
+
+@dataclass(frozen=True)
+class Aging:
+    """How the totals age and where their bands start: the learner's floor and the two half-lives (in requests of
+    the stream, in labels of the stream)."""
+
+    floor: float
+    half_life_requests: float = HALF_LIFE_REQUESTS
+    half_life_labels: float = HALF_LIFE_LABELS
+
+    def band(self, similarity: float) -> float | None:
+        """The lower edge of the band counting `similarity` (the top band holds 1.0), None below the floor."""
+        lows = edges(self.floor)
+        index = band_low(similarity, self.floor)
+        return None if index < 0 or not lows else lows[min(index, len(lows) - 1)]
+
+
+def aged(value: float, since: int, now: int, half_life: float) -> float:
+    """`value` counted at event `since`, seen at event `now`: halved every `half_life` events between."""
+    return value * 0.5 ** ((now - since) / half_life) if value and now != since else value
+
+
+@dataclass
+class BandTotals:
+    """One band's running totals: would-serve mass aged to the stream's `mass_at`-th request, right and wrong
+    labels aged to its `labels_at`-th label, and the mass as of the stream's last publication (`served`)."""
+
+    mass: float = 0.0
+    mass_at: int = 0
+    right: float = 0.0
+    wrong: float = 0.0
+    labels_at: int = 0
+    served: float = 0.0
+
+
+@dataclass
+class Totals:
+    """One evidence stream (a namespace's kind) as running totals. `requests` and `labels` count the events so
+    far (the clocks the aging runs on); `observations` and `labelled` are the undecayed counts `Evidence` reports;
+    `fixed` is the aged mass of hits served whatever the threshold. `publish` freezes the mass the learner reads
+    (`published`), so every replica that reads a publication reads the same evidence: a stream publishes when its
+    labels change and, on requests alone, once they grew by an eighth since its last publication (`stale`)."""
+
+    requests: int = 0
+    labels: int = 0
+    observations: int = 0
+    labelled: int = 0
+    fixed: float = 0.0
+    served_fixed: float = 0.0
+    served_observations: int = 0
+    served_requests: int = 0
+    bands: dict[float, BandTotals] = field(default_factory=dict)
+
+    @property
+    def stale(self) -> bool:
+        """Requests alone have moved the mass enough to publish it again: by an eighth since the last publication
+        (every request at first), at most every `REPUBLISH_REQUESTS`."""
+        grown = self.requests - self.served_requests
+        return grown > 0 and grown >= min(max(1, self.served_requests // 8), REPUBLISH_REQUESTS)
+
+    def observe(self, low: float | None, aging: Aging) -> None:
+        """One request of the stream: would-serve in the band at `low`, or (None) served whatever the threshold."""
+        self.requests += 1
+        self.fixed = aged(self.fixed, self.requests - 1, self.requests, aging.half_life_requests)
+        if low is None:
+            self.fixed += 1.0
+            return
+        band = self.bands.setdefault(low, BandTotals())
+        band.mass = aged(band.mass, band.mass_at, self.requests, aging.half_life_requests) + 1.0
+        band.mass_at = self.requests
+        self.observations += 1
+
+    def label(self, low: float, correct: bool, aging: Aging) -> int:
+        """A newly labelled decision in the band at `low`; returns its place among the stream's labels (what
+        `relabel` needs to find its weight again)."""
+        self.labels += 1
+        self.labelled += 1
+        band = self._labels_now(low, aging)
+        if correct:
+            band.right += 1.0
         else:
-            wrong[index] += weight
-    bands = tuple(Band(low, m, r, w) for low, m, r, w in zip(lows, mass, right, wrong, strict=True))
-    return Evidence(bands, kept, labels, fixed)
+            band.wrong += 1.0
+        return self.labels
+
+    def relabel(self, low: float, seq: int, correct: bool, aging: Aging) -> None:
+        """The decision counted as the `seq`-th label (in the band at `low`) is now labelled `correct` (a label of
+        higher precedence, or the same source again, said otherwise): its aged weight changes sides."""
+        band = self._labels_now(low, aging)
+        weight = 0.5 ** ((self.labels - seq) / aging.half_life_labels)
+        if correct:
+            band.wrong, band.right = max(0.0, band.wrong - weight), band.right + weight
+        else:
+            band.right, band.wrong = max(0.0, band.right - weight), band.wrong + weight
+
+    def _labels_now(self, low: float, aging: Aging) -> BandTotals:
+        band = self.bands.setdefault(low, BandTotals())
+        band.right = aged(band.right, band.labels_at, self.labels, aging.half_life_labels)
+        band.wrong = aged(band.wrong, band.labels_at, self.labels, aging.half_life_labels)
+        band.labels_at = self.labels
+        return band
+
+    def publish(self, aging: Aging) -> None:
+        """Freeze the mass as it is now: what `published` reports until the next publication."""
+        for band in self.bands.values():
+            band.served = aged(band.mass, band.mass_at, self.requests, aging.half_life_requests)
+        self.served_fixed = self.fixed
+        self.served_observations = self.observations
+        self.served_requests = self.requests
+
+    def live(self, aging: Aging) -> Evidence:
+        """Everything as it is now."""
+        mass = {low: aged(b.mass, b.mass_at, self.requests, aging.half_life_requests) for low, b in self.bands.items()}
+        return self._evidence(aging, mass, self.observations, self.fixed)
+
+    def published(self, aging: Aging) -> Evidence:
+        """The labels as they are, the mass as of the last publication."""
+        mass = {low: b.served for low, b in self.bands.items()}
+        return self._evidence(aging, mass, self.served_observations, self.served_fixed)
+
+    def _evidence(self, aging: Aging, mass: dict[float, float], observations: int, fixed: float) -> Evidence:
+        bands = []
+        for low in edges(aging.floor):
+            band = self.bands.get(low)
+            if band is None:
+                bands.append(Band(low, 0.0, 0.0, 0.0))
+                continue
+            right = aged(band.right, band.labels_at, self.labels, aging.half_life_labels)
+            wrong = aged(band.wrong, band.labels_at, self.labels, aging.half_life_labels)
+            bands.append(Band(low, mass[low], right, wrong))
+        return Evidence(tuple(bands), observations, self.labelled, fixed)

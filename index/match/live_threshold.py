@@ -112,32 +112,50 @@ class ThresholdState:
     requests_to_move: int | None = None
 
 
-def _curve_posterior(evidence: Evidence, config: LearnerConfig, start: int = 0) -> tuple[Floats, Floats, Floats]:
-    """The shared curve of the bands' wrong rates, logit p(s) = a + b (prior - s) with b >= 0 (a rate that grows
-    as the cosine falls), on a grid: every label informs every band through it. Returns the grid's a, b and
-    posterior weights (flattened)."""
-    centre = float(np.log(config.budget / 2.0 / (1.0 - config.budget / 2.0)))
-    a_axis = np.linspace(centre - 4.0, centre + 4.0, CURVE_GRID)
-    b_axis = np.linspace(0.0, 4.0 / PRIOR_SCALE, CURVE_GRID)
-    a, b = (axis.ravel() for axis in np.meshgrid(a_axis, b_axis))
-    log_prior = -0.5 * ((a - centre) / CURVE_SD_A) ** 2 - 0.5 * ((b - 1.0 / PRIOR_SCALE) / CURVE_SD_B) ** 2
-    lows = np.array([band.low + BAND_WIDTH / 2 for band in evidence.bands])
+@dataclass(frozen=True)
+class _Curves:
+    """The shared curve's grid, logit p(s) = a + b (prior - s) with b >= 0 (a rate that grows as the cosine falls),
+    with its log prior and, per grid point and band, the log-likelihood of one wrong label and of one right label
+    (the label model's errors included): computed once per choice, whichever labels a fit then reads."""
+
+    a: Floats
+    b: Floats
+    log_prior: Floats
+    log_wrong: Floats
+    log_right: Floats
+
+    @classmethod
+    def of(cls, evidence: Evidence, config: LearnerConfig) -> _Curves:
+        centre = float(np.log(config.budget / 2.0 / (1.0 - config.budget / 2.0)))
+        a_axis = np.linspace(centre - 4.0, centre + 4.0, CURVE_GRID)
+        b_axis = np.linspace(0.0, 4.0 / PRIOR_SCALE, CURVE_GRID)
+        a, b = (axis.ravel() for axis in np.meshgrid(a_axis, b_axis))
+        log_prior = -0.5 * ((a - centre) / CURVE_SD_A) ** 2 - 0.5 * ((b - 1.0 / PRIOR_SCALE) / CURVE_SD_B) ** 2
+        lows = np.array([band.low + BAND_WIDTH / 2 for band in evidence.bands])
+        p = 1.0 / (1.0 + np.exp(-(a[:, None] + b[:, None] * (config.prior - lows[None, :]))))
+        says_wrong = np.clip(config.error_rate + p * (1.0 - 2.0 * config.error_rate), 1e-9, 1.0 - 1e-9)
+        return cls(a, b, log_prior, np.log(says_wrong), np.log1p(-says_wrong))
+
+
+def _curve_posterior(evidence: Evidence, curves: _Curves, start: int = 0) -> Floats:
+    """The posterior weights of the shared curve's grid (flattened), fitted on the labels of the bands from
+    `start` up: every label informs every band through it."""
     wrong = np.array([band.wrong if j >= start else 0.0 for j, band in enumerate(evidence.bands)])
     right = np.array([band.right if j >= start else 0.0 for j, band in enumerate(evidence.bands)])
-    p = 1.0 / (1.0 + np.exp(-(a[:, None] + b[:, None] * (config.prior - lows[None, :]))))
-    says_wrong = np.clip(config.error_rate + p * (1.0 - 2.0 * config.error_rate), 1e-9, 1.0 - 1e-9)
-    log_post = log_prior + (np.log(says_wrong) * wrong + np.log1p(-says_wrong) * right).sum(axis=1)
+    log_post = curves.log_prior + (curves.log_wrong * wrong + curves.log_right * right).sum(axis=1)
     weights = np.exp(log_post - log_post.max())
-    return a, b, weights / weights.sum()
+    normalised: Floats = weights / weights.sum()
+    return normalised
 
 
-def _posterior_draws(evidence: Evidence, config: LearnerConfig, start: int = 0) -> Floats:
+def _posterior_draws(evidence: Evidence, config: LearnerConfig, curves: _Curves, start: int = 0) -> Floats:
     """Draws of each band's wrong rate (DRAWS x bands): a curve drawn from its posterior (fitted on the labels of
     the bands from `start` up) gives each band's prior mean (strength `prior_strength`), which the band's own
     labels then update (a label model's labels counted at their information, (1 - 2e)^2 of a clean one, after
     removing the wrong labels its errors explain)."""
     rng = np.random.default_rng(config.seed)
-    a, b, weights = _curve_posterior(evidence, config, start)
+    weights = _curve_posterior(evidence, curves, start)
+    a, b = curves.a, curves.b
     chosen = rng.choice(len(weights), size=DRAWS, p=weights)
     lows = np.array([band.low + BAND_WIDTH / 2 for band in evidence.bands])
     mean = 1.0 / (1.0 + np.exp(-(a[chosen, None] + b[chosen, None] * (config.prior - lows[None, :]))))
@@ -166,14 +184,11 @@ def _mixtures(evidence: Evidence, draws: Floats, prior: float) -> tuple[Floats, 
 def choose(evidence: Evidence, current: float, config: LearnerConfig) -> ThresholdState:
     """The threshold in force after `evidence`, from `current` (the threshold in force before)."""
     lows = np.array([band.low for band in evidence.bands])
-    draws = _posterior_draws(evidence, config)
+    curves = _Curves.of(evidence, config)
+    draws = _posterior_draws(evidence, config, curves)
     mixtures, served = _mixtures(evidence, draws, config.prior)
     within = np.where(served > 0, np.mean(mixtures <= config.budget, axis=0), np.nan)
     index = _index_of(lows, current)
-    # Up only on the evidence at or above the threshold in force (audits of what it serves, and the labels that
-    # once lowered it): near misses below it must not raise it through the shared curve.
-    above, _ = _mixtures(evidence, _posterior_draws(evidence, config, min(index, len(lows) - 1)), config.prior)
-    over = np.where(served > 0, np.mean(above > config.budget, axis=0), np.nan)
     labelled = np.cumsum([band.labels for band in evidence.bands][::-1])[::-1]
     prior = _index_of(lows, config.prior)
     enough = [lows[j] >= config.prior or labelled[j] - labelled[min(prior, len(lows) - 1)] >= MIN_LABELS_BELOW_PRIOR
@@ -182,12 +197,28 @@ def choose(evidence: Evidence, current: float, config: LearnerConfig) -> Thresho
     new = index
     if certified and certified[0] < index:
         new = certified[0]
-    elif index < len(lows) and served[index] > 0 and over[index] >= config.confidence:
-        rising = [j for j in range(index + 1, len(lows)) if not served[j] > 0 or over[j] < config.confidence]
-        new = rising[0] if rising else len(lows) - 1
+    elif index < len(lows) and served[index] > 0:
+        over = _over(evidence, config, curves, draws, served, index)
+        if over[index] >= config.confidence:
+            rising = [j for j in range(index + 1, len(lows)) if not served[j] > 0 or over[j] < config.confidence]
+            new = rising[0] if rising else len(lows) - 1
     # No move keeps `current` itself, not its band's lower edge: a prior of 1.0 (never) stays 1.0, not 0.99.
     threshold = float(lows[new]) if new != index and new < len(lows) else current
     return _state(evidence, config, threshold, new, draws, mixtures, within)
+
+
+def _over(evidence: Evidence, config: LearnerConfig, curves: _Curves, draws: Floats, served: Floats,
+          index: int) -> Floats:
+    """Per threshold, the probability that wrong ÷ served is over the budget on the evidence at or above the band
+    `index` of the threshold in force (audits of what it serves, and the labels that once lowered it): near misses
+    below it must not raise it through the shared curve. Without labels below it, that fit is the full one: the
+    same seeded draws."""
+    start = min(index, len(evidence.bands) - 1)
+    if any(band.labels for band in evidence.bands[:start]):
+        draws = _posterior_draws(evidence, config, curves, start)
+    above, _ = _mixtures(evidence, draws, config.prior)
+    over: Floats = np.where(served > 0, np.mean(above > config.budget, axis=0), np.nan)
+    return over
 
 
 def _index_of(lows: Floats, threshold: float) -> int:

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
 from sqlalchemy import Engine, and_, func, insert, select, update
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, SQLAlchemyError
@@ -118,15 +119,37 @@ def _row_to_decision(m: object) -> DecisionRecord:
     )
 
 
-class DecisionLog:
-    """SQL access for decisions, labels and per-namespace thresholds."""
+class EvidenceSink(Protocol):
+    """Where logged decisions and written labels also count: the learned thresholds' running totals
+    (`index.storage.evidence.EvidenceStore`)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def count(self, records: Sequence[DecisionRecord]) -> None: ...
+
+    def settle(self, request_ids: Sequence[str] | None = None) -> int: ...
+
+
+class DecisionLog:
+    """SQL access for decisions, labels and per-namespace thresholds; with `evidence`, every decision logged and
+    every label written also updates the learned thresholds' totals (a failure there is logged: the decision or
+    label stays, and a label left uncounted is counted by a later flush or pass)."""
+
+    def __init__(self, engine: Engine, evidence: EvidenceSink | None = None) -> None:
         self.engine = engine
+        self.evidence = evidence
 
     def record(self, records: Sequence[DecisionRecord]) -> None:
         if not records:
             return
+        logged = self._insert(records)
+        if self.evidence is not None and logged:
+            try:
+                self.evidence.count(logged)
+                self.evidence.settle([r.request_id for r in logged])  # labels that arrived before their decision
+            except StoreUnavailable as exc:
+                log.warning("evidence of %d decisions not counted: %s", len(logged), exc)
+
+    def _insert(self, records: Sequence[DecisionRecord]) -> Sequence[DecisionRecord]:
+        """Insert the records; returns those logged."""
         rows = [{
             "request_id": r.request_id, "namespace": r.namespace, "model": r.model, "prompt": r.prompt,
             "entry_id": r.entry_id, "candidate_prompt": r.candidate_prompt, "similarity": r.similarity,
@@ -137,21 +160,26 @@ class DecisionLog:
         try:
             with self.engine.begin() as conn:
                 conn.execute(insert(decisions), rows)
+            return records
         except (OperationalError, InterfaceError) as exc:  # the database, not the rows: nothing to retry
             raise StoreUnavailable(f"cannot log decisions: {exc}") from exc
         except (SQLAlchemyError, ValueError):
             # One bad row (a value the database refuses) must not cost the others, other tenants' included.
-            self._record_each(rows)
+            logged = set(self._record_each(rows))
+            return [r for r in records if r.request_id in logged]
 
-    def _record_each(self, rows: Sequence[Mapping[str, object]]) -> None:
+    def _record_each(self, rows: Sequence[Mapping[str, object]]) -> list[object]:
+        logged = []
         for row in rows:
             try:
                 with self.engine.begin() as conn:
                     conn.execute(insert(decisions), [row])
+                logged.append(row["request_id"])
             except (OperationalError, InterfaceError) as exc:
                 raise StoreUnavailable(f"cannot log decisions: {exc}") from exc
             except (SQLAlchemyError, ValueError) as exc:
                 log.warning("decision %s not logged: %s", row["request_id"], type(exc).__name__)
+        return logged
 
     def get(self, request_id: str) -> DecisionRecord | None:
         with store_errors("read decision"), self.engine.connect() as conn:
@@ -159,7 +187,7 @@ class DecisionLog:
         return None if row is None else _row_to_decision(row)
 
     def label(self, label: Label) -> None:
-        """Record a label; the same request and source twice keeps the latest."""
+        """Record a label; the same request and source twice keeps the latest (to be counted again)."""
         values = {"correct": label.correct, "detail": label.detail, "created_at": label.created_at}
         key = and_(labels.c.request_id == label.request_id, labels.c.source == label.source.value)
         with store_errors("record label"), self.engine.begin() as conn:
@@ -168,7 +196,12 @@ class DecisionLog:
                     conn.execute(insert(labels).values(request_id=label.request_id, source=label.source.value,
                                                        **values))
             except IntegrityError:
-                conn.execute(update(labels).where(key).values(**values))
+                conn.execute(update(labels).where(key).values(counted=False, **values))
+        if self.evidence is not None:
+            try:
+                self.evidence.settle([label.request_id])
+            except StoreUnavailable as exc:
+                log.warning("label of %s not counted yet: %s", label.request_id, exc)
 
     def labeled(self, namespace: str | None = None, api: str | None = None) -> list[LabeledDecision]:
         """Every decision that has at least one label, with its label by precedence; optionally one namespace's

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     Column,
     Float,
@@ -13,6 +14,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    false,
     func,
 )
 
@@ -96,7 +98,62 @@ labels = Table(
     Column("correct", Boolean, nullable=False),
     Column("detail", Text, nullable=True),
     Column("created_at", Float, nullable=False),
+    # Folded into the evidence totals below (`index.storage.evidence`); a new or changed label is not yet.
+    Column("counted", Boolean, nullable=False, server_default=false()),
     Index("ix_deja_labels_created_at", "created_at"),
+    Index("ix_deja_labels_counted", "counted"),
+)
+
+# The learned thresholds' evidence as running totals (`index.match.evidence.Totals`, migration 0013), one stream per
+# (namespace, kind): its clocks (requests and labels counted so far), its undecayed counts, the aged mass of hits
+# served whatever the threshold, and `version`, the evidence clock (`deja_meta` key `evidence_version`) at its last
+# publication: the learner's pass reads only the streams published since its last pass.
+evidence = Table(
+    "deja_evidence",
+    metadata,
+    Column("namespace", String(64), primary_key=True),
+    Column("kind", String(20), primary_key=True),
+    Column("requests", BigInteger, nullable=False),
+    Column("labels", BigInteger, nullable=False),
+    Column("observations", BigInteger, nullable=False),
+    Column("labelled", BigInteger, nullable=False),
+    Column("fixed", Float, nullable=False),
+    Column("served_fixed", Float, nullable=False),
+    Column("served_observations", BigInteger, nullable=False),
+    Column("served_requests", BigInteger, nullable=False),
+    Column("version", BigInteger, nullable=False),
+    Index("ix_deja_evidence_version", "version"),
+)
+
+# One row per band of a stream with evidence: mass aged to the stream's `mass_at`-th request, labels aged to its
+# `labels_at`-th label, and the mass as of the stream's last publication (`served`: what the learner reads).
+evidence_bands = Table(
+    "deja_evidence_bands",
+    metadata,
+    Column("namespace", String(64), primary_key=True),
+    Column("kind", String(20), primary_key=True),
+    Column("low", Float, primary_key=True),
+    Column("mass", Float, nullable=False),
+    Column("mass_at", BigInteger, nullable=False),
+    Column("labels_right", Float, nullable=False),
+    Column("labels_wrong", Float, nullable=False),
+    Column("labels_at", BigInteger, nullable=False),
+    Column("served", Float, nullable=False),
+)
+
+# What the totals count of each labelled decision: its band, its place among the stream's labels (`seq`, to find
+# its aged weight again when a label of higher precedence says otherwise) and the label counted.
+evidence_labels = Table(
+    "deja_evidence_labels",
+    metadata,
+    Column("request_id", String(40), primary_key=True),
+    Column("namespace", String(64), nullable=False),
+    Column("kind", String(20), nullable=False),
+    Column("low", Float, nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("correct", Boolean, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Index("ix_deja_evidence_labels_created_at", "created_at"),
 )
 
 thresholds = Table(

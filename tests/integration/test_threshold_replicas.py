@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from index.request.keys import namespace_for
 from support.services import GatewayProcess, PgDatabase
 from support.stub_upstream import StubUpstream
 from support.waiting import wait_for
@@ -57,6 +58,7 @@ CLUSTERS = [
      "Can I put my old messages in an archive?"],
 ]
 LATER = ("Is there a way to reset my password?", 0)  # a new paraphrase of the first cluster
+SECRET = "shared-by-the-replicas"
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +79,7 @@ def replica(stub: StubUpstream, database: PgDatabase, folder: Path) -> GatewayPr
     folder.mkdir()
     env = base_env(stub, folder) | {
         "DEJA_DATABASE_URL": database.url,
-        "DEJA_NAMESPACE_SECRET": "shared-by-the-replicas",
+        "DEJA_NAMESPACE_SECRET": SECRET,
         "DEJA_MIN_SIMILARITY": "0.99",
         "DEJA_THRESHOLD_INTERVAL_SECONDS": "0.5",
     }
@@ -140,3 +142,53 @@ def test_near_misses_through_one_replica_lower_the_threshold_every_replica_serve
     finally:
         first.stop()
         second.stop()
+
+
+def _learned(url: str, namespace: str) -> dict[str, tuple[float, int]]:
+    """kind -> (threshold in force, labels behind it) of `namespace`, as this replica's last pass chose them."""
+    return {str(r["kind"]): (float(r["threshold"]), int(r["labels"]))  # type: ignore[arg-type]
+            for r in thresholds(url) if r["namespace"] == namespace}
+
+
+def test_replicas_with_different_histories_serve_the_same_threshold_a_restart_and_a_late_one_included(
+        upstream: StubUpstream, database: PgDatabase, tmp_path: Path) -> None:
+    """The replay goes through two replicas in turn; one restarts halfway (it misses what comes meanwhile), a third
+    starts only after it: each reads the same published totals, so once the labels are in, all three serve the same
+    threshold for every kind of the namespace, within a pass or two of each other (a pass every 0.5 s here)."""
+    first = replica(upstream, database, tmp_path / "first").start()
+    second = replica(upstream, database, tmp_path / "second").start()
+    late: GatewayProcess | None = None
+    try:
+        key = f"sk-{uuid.uuid4().hex}"
+        namespace = namespace_for(key, SECRET.encode())
+        # A cluster at a time, through each replica in turn (its near misses are near misses on the replica that
+        # stored the cluster's first prompt).
+        half = len(CLUSTERS) // 2
+        for n, cluster in enumerate(CLUSTERS[:half]):
+            for prompt in cluster:
+                assert chat((first, second)[n % 2].url, key, prompt).status_code == 200
+        first.restart()
+        for n, cluster in enumerate(CLUSTERS[half:]):
+            for prompt in cluster:
+                assert chat((second, first)[n % 2].url, key, prompt).status_code == 200
+        # The shadow labels are written in the background by whichever replica missed: wait until they are in.
+        assert wait_for(lambda: _learned(second.url, namespace).get("cosine", (0.99, 0))[1] >= 20, 60, interval=0.5)
+        # The same prompts again, spread over both: exact hits, served whatever the threshold.
+        for n, prompt in enumerate(prompt for cluster in CLUSTERS for prompt in cluster):
+            assert chat((first, second)[n % 2].url, key, prompt).headers["x-deja-cache"] == "hit-exact"
+        late = replica(upstream, database, tmp_path / "late").start()
+        replicas = (first, second, late)
+
+        def agree() -> bool:
+            views = [_learned(r.url, namespace) for r in replicas]
+            return views[0].get("cosine", (0.99, 0))[0] < 0.99 and all(view == views[0] for view in views[1:])
+
+        assert wait_for(agree, 60, interval=0.5)
+        threshold, labels = _learned(late.url, namespace)["cosine"]
+        assert threshold < 0.99 and labels >= 20
+        # What they show is what they serve: a new paraphrase is a semantic hit on every replica.
+        assert {chat(r.url, key, LATER[0]).headers["x-deja-cache"] for r in replicas} <= {"hit-semantic", "hit-exact"}
+    finally:
+        for gateway in (first, second, late):
+            if gateway is not None:
+                gateway.stop()

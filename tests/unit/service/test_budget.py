@@ -84,12 +84,12 @@ async def test_reading_the_budget_and_the_overview_runs_no_upkeep_pass(tmp_path:
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """GETs read, never recompute: no tally, learner pass, evidence read or difference sync happens on a read,
     and a read after the pass shows exactly what it stored."""
-    # The background loop waits an hour before its first round: every pass here is the test's own.
-    async with inprocess_gateway(tmp_path, sync_interval_seconds=3600.0) as gw:
+    # The background loops wait an hour before their first round: every pass here is the test's own.
+    async with inprocess_gateway(tmp_path, sync_interval_seconds=3600.0, threshold_interval_seconds=3600.0) as gw:
         rt = gw.runtime
         calls: Counter[str] = Counter()
         seams = {"tallies": (rt.budget, "refresh"), "learner": (rt.threshold_keeper, "refresh"),
-                 "evidence": (rt.threshold_keeper.evidence, "observations"), "differences": (rt.differences, "sync")}
+                 "evidence": (rt.threshold_keeper.evidence, "changed"), "differences": (rt.differences, "sync")}
         for name, (owner, attribute) in seams.items():
             monkeypatch.setattr(owner, attribute, _counted(getattr(owner, attribute), calls, name))
         await gw.chat("how do i reset my password")

@@ -1,21 +1,28 @@
-"""The learned threshold's evidence as the shared decision log holds it (`index.storage.evidence`): would-serve
-decisions with their label by precedence, hits served whatever the threshold as fixed mass, oldest first."""
+"""The learned threshold's evidence as the shared store keeps it (`index.storage.evidence`): running totals updated
+where decisions and labels are written, the same evidence `collect` makes of the same history, labels by
+precedence, exact hits as fixed mass that crowds nothing out, and publication only where labels change."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, update
+from sqlalchemy import Engine, func, select
 
-from index.match.evidence import Observation
-from index.match.outcome import Reason
+from index.forgetting import Forgetting, Retention
+from index.maintenance import Maintainer
+from index.match.evidence import Aging, Evidence, Observation, collect
+from index.match.outcome import Kind, Reason
 from index.records import Verdict
 from index.storage.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
 from index.storage.entries import EntryStore, make_engine
-from index.storage.evidence import EvidenceLog
-from index.storage.schema import decisions
+from index.storage.evidence import ORPHAN_SECONDS, EvidenceStore, StreamEvidence
+from index.storage.schema import evidence_bands, labels
+from support.caches import sqlite_cache
+
+FLOOR = 0.80
 
 
 @pytest.fixture
@@ -26,36 +33,147 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
     engine.dispose()
 
 
-def _record(request_id: str, similarity: float, verdict: Verdict, reason: Reason, at: float,
-            would_serve: bool, namespace: str = "ns") -> DecisionRecord:
+@pytest.fixture
+def store(engine: Engine) -> EvidenceStore:
+    return EvidenceStore(engine, Aging(FLOOR), clock=lambda: 0.0)
+
+
+def _record(request_id: str, similarity: float, verdict: Verdict, at: float, would_serve: bool,
+            namespace: str = "ns", kind: Kind = Kind.COSINE) -> DecisionRecord:
+    reason = Reason.HIT if verdict is not Verdict.MISS else Reason.BELOW_THRESHOLD
     return DecisionRecord(request_id, namespace, "m", "p", 1, "c", similarity, 0.92, (), verdict.value, reason, None,
-                          at, "chat", would_serve)
+                          at, "chat", would_serve, kind.value)
 
 
-def test_near_misses_hits_and_exact_hits_are_evidence_with_their_labels_oldest_first(engine: Engine) -> None:
-    log = DecisionLog(engine)
+def _streams(store: EvidenceStore, since: int = 0) -> dict[tuple[str, Kind], StreamEvidence]:
+    return {(s.namespace, s.kind): s for s in store.changed(since)}
+
+
+def _same(found: Evidence, expected: Evidence) -> None:
+    assert (found.observations, found.labels) == (expected.observations, expected.labels)
+    assert found.fixed == pytest.approx(expected.fixed)
+    assert [(b.low, b.mass, b.right, b.wrong) for b in found.bands] == [
+        (b.low, pytest.approx(b.mass), pytest.approx(b.right), pytest.approx(b.wrong)) for b in expected.bands]
+
+
+def test_the_totals_hold_what_collect_makes_of_the_same_history(engine: Engine, store: EvidenceStore) -> None:
+    """Decisions flushed in batches, each labelled as it arrives: the stored stream is `collect` of the history."""
+    log, rng = DecisionLog(engine, store), random.Random(7)
+    history = []
+    for batch in range(6):
+        records = []
+        for i in range(50):
+            at = batch * 100.0 + i
+            fixed = rng.random() < 0.2
+            similarity = 1.0 if fixed else round(rng.uniform(0.7, 1.0), 3)
+            records.append(_record(f"r{batch}-{i}", similarity, Verdict.EXACT_HIT if fixed else Verdict.MISS, at,
+                                   not fixed))
+        log.record(records)
+        for record in records:
+            label = None if record.verdict == Verdict.EXACT_HIT.value or rng.random() < 0.6 else rng.random() < 0.8
+            if label is not None:
+                log.label(Label(record.request_id, LabelSource.SHADOW, label, record.created_at))
+            history.append(Observation(record.similarity, label, fixed=not record.would_serve))
+    _same(_streams(store)[("ns", Kind.COSINE)].evidence, collect(history, FLOOR))
+
+
+def test_labels_count_by_precedence_and_exact_hits_count_as_fixed_mass(engine: Engine, store: EvidenceStore) -> None:
+    log = DecisionLog(engine, store)
     log.record([
-        _record("near", 0.85, Verdict.MISS, Reason.BELOW_THRESHOLD, 1.0, True),
-        _record("hit", 0.95, Verdict.SEMANTIC_HIT, Reason.HIT, 2.0, True),
-        _record("rewording", 0.70, Verdict.SEMANTIC_HIT, Reason.HIT, 3.0, False),
-        _record("exact", 1.0, Verdict.EXACT_HIT, Reason.HIT, 4.0, False),
-        _record("vetoed", 0.88, Verdict.MISS, Reason.BELOW_THRESHOLD, 5.0, False),
-        _record("other", 0.85, Verdict.MISS, Reason.BELOW_THRESHOLD, 6.0, True, namespace="other"),
+        _record("near", 0.85, Verdict.MISS, 1.0, True),
+        _record("hit", 0.95, Verdict.SEMANTIC_HIT, 2.0, True),
+        _record("rewording", 0.70, Verdict.SEMANTIC_HIT, 3.0, False),
+        _record("exact", 1.0, Verdict.EXACT_HIT, 4.0, False, kind=Kind.SLOT),  # served whatever: cosine's mass
+        _record("vetoed", 0.88, Verdict.MISS, 5.0, False),
+        _record("slot", 0.90, Verdict.MISS, 6.0, True, kind=Kind.SLOT),
+        _record("other", 0.85, Verdict.MISS, 7.0, True, namespace="other"),
     ])
-    log.label(Label("near", LabelSource.SHADOW, False, 7.0))
-    log.label(Label("near", LabelSource.AUDIT, True, 8.0))  # an audit outranks a shadow
-    log.label(Label("hit", LabelSource.AUDIT, False, 9.0))
-    evidence = EvidenceLog(engine)
-    assert evidence.namespaces() == ["ns", "other"]
-    assert evidence.observations("ns") == [
-        Observation(0.85, True), Observation(0.95, False), Observation(0.70, None, fixed=True),
-        Observation(1.0, None, fixed=True)]
+    log.label(Label("near", LabelSource.SHADOW, False, 8.0))
+    log.label(Label("near", LabelSource.AUDIT, True, 9.0))  # an audit outranks a shadow: the label changes sides
+    log.label(Label("hit", LabelSource.AUDIT, False, 10.0))
+    log.label(Label("hit", LabelSource.SHADOW, True, 11.0))  # outranked: nothing changes
+    log.label(Label("vetoed", LabelSource.SHADOW, True, 12.0))  # not evidence
+    streams = _streams(store)
+    assert set(streams) == {("ns", Kind.COSINE), ("ns", Kind.SLOT), ("other", Kind.COSINE)}
+    expected = collect([Observation(0.85, True), Observation(0.95, False), Observation(0.70, None, fixed=True),
+                        Observation(1.0, None, fixed=True)], FLOOR)
+    _same(streams[("ns", Kind.COSINE)].evidence, expected)
+    _same(streams[("ns", Kind.SLOT)].evidence, collect([Observation(0.90, None)], FLOOR))
 
 
-def test_a_forgotten_decision_is_no_longer_evidence_and_the_newest_are_kept(engine: Engine) -> None:
-    log = DecisionLog(engine)
-    log.record([_record(f"r{i}", 0.80 + i / 100, Verdict.MISS, Reason.BELOW_THRESHOLD, float(i), True)
-                for i in range(5)])
-    with engine.begin() as conn:
-        conn.execute(update(decisions).where(decisions.c.request_id == "r4").values(forgotten_at=10.0))
-    assert [o.similarity for o in EvidenceLog(engine, limit=2).observations("ns")] == pytest.approx([0.82, 0.83])
+def test_a_label_written_before_its_decision_is_logged_counts_when_the_decision_flushes(
+        engine: Engine, store: EvidenceStore) -> None:
+    log = DecisionLog(engine, store)
+    log.label(Label("early", LabelSource.SHADOW, False, 1.0))
+    assert store.changed(0) == []
+    log.record([_record("early", 0.85, Verdict.MISS, 0.5, True)])
+    [stream] = store.changed(0)
+    assert (stream.evidence.labels, sum(b.wrong for b in stream.evidence.bands)) == (1, 1.0)
+
+
+def test_a_label_whose_decision_never_comes_is_given_up_and_holds_up_no_other(engine: Engine) -> None:
+    now = {"t": 0.0}
+    store = EvidenceStore(engine, Aging(FLOOR), clock=lambda: now["t"])
+    log = DecisionLog(engine, store)
+    log.label(Label("lost", LabelSource.SHADOW, False, 0.0))  # its decision's flush was lost
+    now["t"] = ORPHAN_SECONDS + 1.0
+    log.label(Label("early", LabelSource.SHADOW, True, now["t"]))  # its decision is only late
+    assert store.settle() == 1  # the lost one given up, the late one still waiting
+    log.record([_record("early", 0.85, Verdict.MISS, now["t"], True)])
+    [stream] = store.changed(0)
+    assert stream.evidence.labels == 1
+    with engine.connect() as conn:
+        pending = select(func.count()).select_from(labels).where(labels.c.counted.is_(False))
+        assert conn.execute(pending).scalar_one() == 0
+
+
+def test_requests_publish_only_once_they_grew_by_an_eighth_a_label_publishes_its_stream_at_once(
+        engine: Engine, store: EvidenceStore) -> None:
+    log = DecisionLog(engine, store)
+    log.record([_record(f"a{i}", 0.85, Verdict.MISS, 1.0, True) for i in range(80)]
+               + [_record("b", 0.85, Verdict.MISS, 1.0, True, namespace="quiet")])
+    first = max(s.version for s in store.changed(0))
+    log.record([_record(f"more{i}", 0.86, Verdict.MISS, 2.0, True) for i in range(9)])
+    assert store.changed(first) == []  # 9 more of 80: counted, not published; every replica still reads the same
+    [before] = [s for s in store.changed(0) if s.namespace == "ns"]
+    assert before.evidence.observations == 80
+    log.record([_record("tenth", 0.86, Verdict.MISS, 3.0, True)])
+    [grown] = store.changed(first)
+    assert (grown.namespace, grown.evidence.observations, grown.evidence.labels) == ("ns", 90, 0)
+    log.label(Label("more3", LabelSource.SHADOW, True, 4.0))
+    [labelled] = store.changed(grown.version)
+    assert (labelled.namespace, labelled.evidence.labels) == ("ns", 1)
+
+
+def test_exact_hits_take_no_room_from_the_labelled_evidence(engine: Engine, store: EvidenceStore) -> None:
+    """However many exact hits a namespace serves, every label stays counted (no window of rows to fill)."""
+    log = DecisionLog(engine, store)
+    log.record([_record(f"near{i}", 0.85, Verdict.MISS, float(i), True) for i in range(10)])
+    for i in range(10):
+        log.label(Label(f"near{i}", LabelSource.SHADOW, True, 10.0 + i))
+    log.record([_record(f"exact{i}", 1.0, Verdict.EXACT_HIT, 100.0 + i, False) for i in range(25_000)])
+    log.record([_record("last", 0.85, Verdict.MISS, 300.0, True)])
+    log.label(Label("last", LabelSource.SHADOW, True, 301.0))  # publishes again
+    [stream] = store.changed(0)
+    assert stream.evidence.labels == 11 and stream.evidence.fixed > 4000
+    [band] = [b for b in stream.evidence.bands if b.low == 0.85]
+    assert band.right == pytest.approx(sum(0.5 ** (n / 1500) for n in range(11)))  # exact hits age no label
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(evidence_bands)).scalar_one() == 1
+
+
+def test_invalidating_a_namespace_resets_its_evidence_for_every_replica(tmp_path: Path) -> None:
+    cache = sqlite_cache(tmp_path / "db.sqlite")
+    maintainer = Maintainer(cache, None, clock=lambda: 10.0)
+    maintainer.start()
+    engine = cache.store.engine
+    store = EvidenceStore(engine, Aging(FLOOR))
+    log = DecisionLog(engine, store)
+    log.record([_record("a", 0.85, Verdict.MISS, 1.0, True), _record("b", 0.85, Verdict.MISS, 1.0, True, "kept")])
+    log.label(Label("a", LabelSource.SHADOW, False, 2.0))
+    before = max(s.version for s in store.changed(0))
+    Forgetting(engine, maintainer, Retention(), lambda: 10.0).invalidate(namespace="ns")
+    [reset] = store.changed(before)  # a newer version: every replica's pass serves the priors again
+    assert (reset.namespace, reset.evidence.labels, reset.evidence.observations) == ("ns", 0, 0)
+    assert {s.namespace: s.evidence.observations for s in store.changed(0)} == {"ns": 0, "kept": 1}
+    engine.dispose()
