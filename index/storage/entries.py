@@ -259,8 +259,8 @@ class EntryStore:
         (a candidate read: 180 µs against 30 µs on SQLite). Failures are `StoreUnavailable`, as everywhere."""
         dbapi_error = self.engine.dialect.loaded_dbapi.Error
         try:
-            conn = self.engine.raw_connection()
-        except SQLAlchemyError as exc:
+            conn = self.engine.raw_connection()  # a failed connect raises the DB-API's own error, unwrapped
+        except (SQLAlchemyError, dbapi_error) as exc:
             raise StoreUnavailable(f"cannot {action}: {exc}") from exc
         try:
             cursor = conn.cursor()
