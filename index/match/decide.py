@@ -20,7 +20,6 @@ from index.match.conversation import ContextRule, default_rule
 from index.match.outcome import Candidate, Decision, Reason
 from index.match.policy import MatchPolicy
 from index.match.steps import (
-    COSINE,
     STEPS,
     THRESHOLD_STEPS,
     Pair,
@@ -28,8 +27,7 @@ from index.match.steps import (
     Setup,
     Step,
     Trail,
-    near_miss,
-    served,
+    concluded,
 )
 
 
@@ -74,21 +72,21 @@ def decide(
                   namespace)
     window, rest = steps[0], steps[1:]
     trail = Trail()
-    pairs = [Pair(query, query_context, c) for c in candidates]
+    pairs = [Pair.of(query, query_context, c) for c in candidates]
     past = [window.run(pair, setup, trail) for pair in pairs]
     readable = [i for i, d in enumerate(past) if d is None]
     if not readable:
         beyond = past[0]
         assert beyond is not None
-        return dataclasses.replace(beyond, chosen=0)
+        return dataclasses.replace(beyond, chosen=0, kind=pairs[0].kind)
     first: Decision | None = None
     near: Decision | None = None
     for index in readable:
-        decision = dataclasses.replace(_run(pairs[index], setup, rest), chosen=index)
+        decision = dataclasses.replace(_run(pairs[index], setup, rest), chosen=index, kind=pairs[index].kind)
         if decision.hit:
             return decision
         first = first or decision
-        near = near or (decision if decision.would_serve else None)
+        near = near or (decision if decision.near_miss else None)
     assert first is not None
     # A miss reports the near miss when there is one: the candidate a lower threshold would serve, to be labelled.
     return near or first
@@ -96,8 +94,8 @@ def decide(
 
 def _run(pair: Pair, setup: Setup, steps: Sequence[Step]) -> Decision:
     """One candidate through `steps`: the first step that decides it, else a hit on its cosine. A candidate below
-    the threshold (and above the learning floor) goes through every step: a near miss if none decides it, else a
-    plain miss below the threshold (whatever would have vetoed it)."""
+    the threshold (and above the learning floor) goes through every step: a near miss if none decides it
+    (`index.match.steps.concluded`), else a plain miss below the threshold (whatever would have vetoed it)."""
     trail = Trail()
     for step in steps:
         decision = step.run(pair, setup, trail)
@@ -106,4 +104,4 @@ def _run(pair: Pair, setup: Setup, steps: Sequence[Step]) -> Decision:
         if not trail.below:
             return decision
         return Decision(Reason.BELOW_THRESHOLD, pair.candidate.similarity)
-    return near_miss(pair, trail) if trail.below else served(pair, trail, COSINE)
+    return concluded(pair, trail)

@@ -79,21 +79,15 @@ class NamespacePolicies:
 
 
 def moved_to(policy: MatchPolicy, learned: Mapping[Kind, float | None]) -> MatchPolicy:
-    """`policy` at its learned thresholds, each kind from its own evidence (a kind without any keeps its prior); a
-    conversation's context threshold moves by as much as its last message's."""
-    cosine, slot, alternative, conversation = (learned.get(kind) for kind in Kind)
+    """`policy` at its learned thresholds, each kind from its own evidence and addressed by its name (a kind without
+    any keeps its prior); a conversation's context threshold moves by as much as its last message's."""
     moved = policy
-    if cosine is not None:
-        moved = dataclasses.replace(moved, min_similarity=cosine, learn_floor=min(policy.learn_floor, cosine))
-    if slot is not None:
-        moved = dataclasses.replace(moved, slot_similarity=slot, learn_floor=min(moved.learn_floor, slot))
-    if alternative is not None:
-        moved = dataclasses.replace(moved, alternative_similarity=alternative,
-                                    learn_floor=min(moved.learn_floor, alternative))
-    if conversation is not None:
-        shift = conversation - policy.conversation_threshold
-        moved = dataclasses.replace(moved, conversation_threshold=conversation,
-                                    min_context_similarity=_clip(policy.min_context_similarity + shift))
+    for kind, threshold in sorted(learned.items()):
+        if threshold is not None:
+            moved = moved.with_threshold(kind, threshold)
+    if moved.conversation_threshold != policy.conversation_threshold:
+        shift = moved.conversation_threshold - policy.conversation_threshold
+        moved = dataclasses.replace(moved, min_context_similarity=_clip(policy.min_context_similarity + shift))
     return moved
 
 

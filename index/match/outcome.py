@@ -58,7 +58,8 @@ class Decision:
     # The chosen candidate is served, or would be at a threshold at its cosine, on the cosine alone (every other
     # step passed; a plain rewording served on its content is not): the evidence of the threshold it rests on.
     would_serve: bool = False
-    # The kind of difference the chosen candidate shows: whose evidence its label is, whose threshold it met.
+    # The kind of difference the chosen candidate shows (decided before the steps, `index.match.kinds.kind_of`):
+    # whose evidence its label is, whose threshold it was held to.
     kind: Kind = Kind.COSINE
     # The policy the decision ran under: the namespace's thresholds, adjusted for a conversation (set by
     # `index.match.matcher.Matcher`; None from a bare `index.match.decide`).
@@ -71,6 +72,12 @@ class Decision:
     @property
     def hit(self) -> bool:
         return self.reason is Reason.HIT
+
+    @property
+    def near_miss(self) -> bool:
+        """Not served, but every step passed it save its threshold: a lower threshold would serve it (made in one
+        place, `index.match.steps.concluded`); its label is its kind's evidence."""
+        return self.reason is Reason.BELOW_THRESHOLD and self.would_serve
 
     @property
     def threshold(self) -> float | None:

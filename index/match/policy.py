@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from index.guards.stages import STAGE_ORDER
 from index.match.kinds import Kind
@@ -84,8 +85,7 @@ class MatchPolicy:
     max_decision_chars: int = DEFAULT_MAX_DECISION_CHARS
     # Guarded mode: candidates from here up to the threshold go through every other step, as near misses.
     learn_floor: float = DEFAULT_LEARN_FLOOR
-    # Guarded mode: the cosine threshold of a single-turn candidate whose prompt changes a slot (never below
-    # `min_similarity`).
+    # Guarded mode: the cosine threshold of a candidate whose prompt changes a slot.
     slot_similarity: float = DEFAULT_SLOT_MIN_SIMILARITY
     # Guarded mode: the cosine threshold of a slot swapped for an alternative (1.0: never, until learned).
     alternative_similarity: float = DEFAULT_ALTERNATIVE_MIN_SIMILARITY
@@ -112,22 +112,20 @@ class MatchPolicy:
 
     def threshold_for(self, kind: Kind) -> float:
         """The cosine threshold a candidate of `kind` must meet under this policy (a namespace's, or a request's):
-        the one place a kind's threshold is read."""
-        if kind is Kind.CONVERSATION and self.guarded:
-            return self.conversation_threshold
-        if kind is Kind.SLOT and self.guarded:
-            return max(self.slot_similarity, self.min_similarity)
-        if kind is Kind.ALTERNATIVE and self.guarded:
-            return max(self.alternative_similarity, self.min_similarity)
-        return self.min_similarity
+        the one place a kind's threshold is read. In guarded mode each kind is held to its own threshold, as its
+        learner chose it from its own evidence (what `/deja/budget` shows; no kind is floored at another's); in
+        threshold mode every kind to `min_similarity`."""
+        return float(getattr(self, THRESHOLD_FIELDS[kind])) if self.guarded else self.min_similarity
 
     def prior_for(self, kind: Kind) -> float:
         """The cold-start threshold of `kind` (the prior its learner starts from)."""
-        if kind is Kind.SLOT:
-            return self.slot_similarity
-        if kind is Kind.ALTERNATIVE:
-            return self.alternative_similarity
-        return self.conversation_threshold if kind is Kind.CONVERSATION else self.min_similarity
+        return float(getattr(self, THRESHOLD_FIELDS[kind]))
+
+    def with_threshold(self, kind: Kind, threshold: float) -> MatchPolicy:
+        """This policy with `kind`'s threshold set to `threshold` (addressed by the kind's name, never by its place
+        in the enum); the learning floor follows it down, so candidates just below stay near misses."""
+        changes: dict[str, Any] = {THRESHOLD_FIELDS[kind]: threshold, "learn_floor": min(self.learn_floor, threshold)}
+        return dataclasses.replace(self, **changes)
 
     @property
     def guarded(self) -> bool:
@@ -153,6 +151,15 @@ class MatchPolicy:
             return dataclasses.replace(self, min_similarity=self.conversation_threshold)
         return self
 
+
+# The field of `MatchPolicy` that holds each kind's threshold, by the kind's name: adding or reordering a kind never
+# moves a threshold to another kind (`tests/unit/index/match/test_policy.py`); a kind without a field fails loudly.
+THRESHOLD_FIELDS: dict[str, str] = {
+    Kind.COSINE.value: "min_similarity",
+    Kind.SLOT.value: "slot_similarity",
+    Kind.ALTERNATIVE.value: "alternative_similarity",
+    Kind.CONVERSATION.value: "conversation_threshold",
+}
 
 # The cosine rule with its defaults, for callers that vary one part of it (a sweep varies the threshold).
 COSINE_POLICY = MatchPolicy(DEFAULT_MIN_SIMILARITY, decision=DecisionMode.THRESHOLD)

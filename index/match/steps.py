@@ -22,6 +22,7 @@ from index.guards.safety import pair_veto
 from index.guards.slots import changed_slot
 from index.guards.stages import Stage, StepResult
 from index.match.conversation import ContextRule
+from index.match.kinds import kind_of
 from index.match.outcome import Candidate, Decision, Kind, Reason
 from index.match.policy import MatchPolicy
 from index.match.window import beyond_resolution, differs_past_window
@@ -42,11 +43,18 @@ class RememberedDifferences(Protocol):
 @dataclass(frozen=True)
 class Pair:
     """One candidate as the steps read it: the request (its last message and, for a conversation, its relevant
-    context) and the candidate."""
+    context), the candidate and its kind of difference, decided before any step runs (`Pair.of`): whose threshold
+    it is held to and whose evidence its label is."""
 
     query: str
     query_context: str | None
     candidate: Candidate
+    kind: Kind = Kind.COSINE
+
+    @classmethod
+    def of(cls, query: str, query_context: str | None, candidate: Candidate) -> Pair:
+        return cls(query, query_context, candidate,
+                   kind_of(query, candidate.prompt, conversation=query_context is not None))
 
     @property
     def single_turn(self) -> bool:
@@ -76,12 +84,11 @@ class Setup:
 @dataclass
 class Trail:
     """What the steps found so far about one candidate (local to one decision). `below`: the candidate is under
-    the threshold but at or above the learning floor, so it goes on through the other steps as a near miss."""
+    its threshold but at or above the learning floor (the step `cosine` says so), so it goes on through the other
+    steps: a near miss if none of them decides it (`concluded`)."""
 
     results: list[StepResult] = field(default_factory=list)
     below: bool = False
-    # The kind of difference the candidate shows (the step `slot` sets it): whose threshold and evidence it is.
-    kind: Kind = Kind.COSINE
 
 
 class Step(Protocol):
@@ -105,13 +112,16 @@ def vetoed(pair: Pair, trail: Trail, name: str, reason: str) -> Decision:
 def served(pair: Pair, trail: Trail, basis: str) -> Decision:
     """A hit, with what it rests on (`basis`) and the kind of difference its candidate shows."""
     return Decision(Reason.HIT, pair.candidate.similarity, stages=tuple(trail.results), basis=basis,
-                    would_serve=basis == COSINE, kind=trail.kind)
+                    would_serve=basis == COSINE, kind=pair.kind)
 
 
-def near_miss(pair: Pair, trail: Trail) -> Decision:
-    """A single-turn candidate below the threshold that every other step passed: it would be served at a threshold
-    at its cosine, the evidence that can lower the namespace's threshold (`index.match.live_threshold`)."""
-    return dataclasses.replace(served(pair, trail, COSINE), reason=Reason.BELOW_THRESHOLD)
+def concluded(pair: Pair, trail: Trail) -> Decision:
+    """A candidate that every step passed: served on its cosine, or, below its threshold (`Trail.below`), a near
+    miss (`Decision.near_miss`): it would be served at a threshold at its cosine, the evidence that can lower its
+    kind's threshold (`index.match.live_threshold`), single-turn or conversation alike. The one place a near miss
+    is made."""
+    decision = served(pair, trail, COSINE)
+    return dataclasses.replace(decision, reason=Reason.BELOW_THRESHOLD) if trail.below else decision
 
 
 @dataclass(frozen=True)
@@ -188,15 +198,13 @@ class Slot:
                     "alternative dropped (\"before or after\" / \"after\") vetoes as `scope`")
 
     def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
-        if not pair.single_turn:
-            trail.kind = Kind.CONVERSATION
-        elif beyond_resolution(pair.query, pair.candidate.prompt):
+        # The candidate's kind (slot, alternative) was decided before the steps (`Pair.of`); this step shows it.
+        if pair.single_turn and beyond_resolution(pair.query, pair.candidate.prompt):
             return Decision(Reason.BEYOND_RESOLUTION, pair.candidate.similarity)
         found = changed_slot(pair.query, pair.candidate.prompt)  # a conversation's last messages too
         if found is not None and found.scope:
             return vetoed(pair, trail, SCOPE, f"the scope changed: {found.describe()}")
         if found is not None:
-            trail.kind = Kind.ALTERNATIVE if found.alternative else Kind.SLOT
             trail.results.append(StepResult(self.name, True, found.describe()))
         return None
 
@@ -206,16 +214,16 @@ class Threshold:
     name: str = "cosine"
     summary: str = ("cosine below the namespace's threshold for the candidate's kind (each learned from its own "
                     "evidence; until then `DEJA_MIN_SIMILARITY`, 0.92, a changed slot 1.0, a conversation's last "
-                    "message 0.90): `below_threshold`, a miss. A single-turn candidate down to `DEJA_LEARN_FLOOR` "
-                    "(0.80) goes on through the other steps: one they all pass is a near miss, labelled from the "
-                    "fresh answer as its kind's evidence")
+                    "message 0.90): `below_threshold`, a miss. A candidate down to `DEJA_LEARN_FLOOR` (0.80), "
+                    "single-turn or conversation, goes on through the other steps: one they all pass is a near "
+                    "miss, labelled from the fresh answer as its kind's evidence")
 
     def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
         similarity = pair.candidate.similarity
-        if similarity >= setup.policy.threshold_for(trail.kind):
+        if similarity >= setup.policy.threshold_for(pair.kind):
             return None
-        if pair.single_turn and setup.policy.guarded and similarity >= setup.policy.learn_floor:
-            trail.below = True  # a near miss if every other step passes it (`index.match.decide`)
+        if setup.policy.guarded and similarity >= setup.policy.learn_floor:
+            trail.below = True  # a near miss if every other step passes it (`concluded`)
             return None
         return Decision(Reason.BELOW_THRESHOLD, similarity)
 
@@ -271,7 +279,7 @@ class Context:
                 if not result.passed:
                     vetoing = result
                     break
-        difference = setup.context_rule.difference(*contexts)
+        difference = setup.context_rule.difference(*contexts, asked=(pair.query, pair.candidate.prompt))
         if difference is not None:  # the difference, named, takes the place of a context stage's veto
             trail.results.append(difference.result())
             return Decision(Reason.VETOED, pair.candidate.similarity, vetoed_by=difference.stage,
