@@ -279,7 +279,7 @@ class Context:
                 if not result.passed:
                     vetoing = result
                     break
-        difference = setup.context_rule.difference(*contexts, asked=(pair.query, pair.candidate.prompt))
+        difference = setup.context_rule.difference(*contexts)
         if difference is not None:  # the difference, named, takes the place of a context stage's veto
             trail.results.append(difference.result())
             return Decision(Reason.VETOED, pair.candidate.similarity, vetoed_by=difference.stage,
