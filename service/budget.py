@@ -1,7 +1,8 @@
 """The false-hit budget on a gateway: one ratio, wrong ÷ served (`DEJA_MAX_FALSE_HIT_RATE`), with one statistic, the
 learner's (`index.match.live_threshold`: the upper bound on wrong ÷ served at its confidence). `BudgetKeeper.refresh`
-(the upkeep pass, `service.upkeep.Upkeep.refresh_budget`) reads the tallies per (namespace, API)
-(`index.storage.budget`) and exports them; `GET /deja/budget` and the overview page show what the last pass stored."""
+(the upkeep pass, `service.upkeep.Upkeep.refresh_budget`) reads the tallies per (namespace, API) that changed since
+its last pass (`index.storage.budget`: running totals, read by version) and exports them; `GET /deja/budget` and the
+overview page show what the last pass stored."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from pydantic import BaseModel
 from sqlalchemy import Engine
 
 from index.match.differences import Differences
-from index.storage.budget import BudgetTally, budget_tallies
+from index.storage.budget import BudgetTally, tallies_since
+from index.storage.variation import SharedAnswerBaselines
 from service.metrics import Metrics
 from service.thresholds import NamespaceThreshold, ThresholdMoveView
 
@@ -60,11 +62,13 @@ class Evidence(BaseModel):
 
 
 class BudgetKeeper:
-    """Holds the tallies the last upkeep pass read; `refresh` (that pass, in a worker thread) re-reads them from
-    SQL, with the remembered differences, and sets the gauges. Reading a report computes nothing."""
+    """Holds the tallies as of the last upkeep pass; `refresh` (that pass, in a worker thread) reads the tallies
+    changed since the version it read last (`index.storage.budget`: running totals kept where the decision log
+    writes), the remembered differences and the upstream's answer variation the other replicas measured, and sets
+    the gauges. Reading a report computes nothing."""
 
     def __init__(self, engine: Engine, budget: float, confidence: float, metrics: Metrics, differences: Differences,
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], variation: SharedAnswerBaselines | None = None) -> None:
         """`budget` and `confidence`: the learner's (`index.match.live_threshold.LearnerConfig`)."""
         self.engine = engine
         self.budget = budget
@@ -72,16 +76,25 @@ class BudgetKeeper:
         self.metrics = metrics
         self.differences = differences
         self.clock = clock
-        self.tallies: list[BudgetTally] = []
+        self.variation = variation
+        self.version = 0
+        self._tallies: dict[tuple[str, str], BudgetTally] = {}
         self.at: float | None = None
         self._lock = threading.Lock()
+
+    @property
+    def tallies(self) -> list[BudgetTally]:
+        return [tally for _, tally in sorted(self._tallies.items())]
 
     def refresh(self) -> None:
         with self._lock:
             self.differences.sync()
-            tallies = budget_tallies(self.engine)
-            self.tallies, self.at = tallies, self.clock()
-        self._export(tallies)
+            if self.variation is not None:
+                self.variation.sync()
+            changed, self.version = tallies_since(self.engine, self.version)
+            self._tallies.update({(t.namespace, t.api): t for t in changed})
+            self.at = self.clock()
+        self._export(changed)
 
     def _export(self, tallies: list[BudgetTally]) -> None:
         m = self.metrics

@@ -23,7 +23,6 @@ from index.forgetting import Forgetting, Retention
 from index.guards.registry import build_stages
 from index.guards.wordnet import load_wordnet
 from index.maintenance import Maintainer
-from index.match.answers import AnswerBaselines
 from index.match.audit_sampler import AuditSampler
 from index.match.candidates import CandidateRule
 from index.match.decide import Deciders
@@ -38,12 +37,16 @@ from index.search.pgvector import check as check_pgvector
 from index.search.sharding import Shard
 from index.search.snapshot import SnapshotDir
 from index.search.vector_index import VectorIndex, VectorIndexKind
+from index.storage.allowance import SqlAllowance
+from index.storage.budget import BudgetTallies
 from index.storage.decision_log import DecisionLog, DecisionRecord
 from index.storage.differences import SqlDifferenceLog
 from index.storage.entries import EntryStore, make_engine
 from index.storage.evidence import EvidenceStore
 from index.storage.exact import ExactCache, LruExactCache
 from index.storage.secret import check_secret
+from index.storage.threshold_moves import SqlMoveLog
+from index.storage.variation import SharedAnswerBaselines
 from service.budget import BudgetKeeper
 from service.credentials import credential_policy
 from service.dialects.base import UpstreamName
@@ -137,7 +140,9 @@ class Runtime:
         self.differences = Differences(SqlDifferenceLog(self.engine), self.clock,
                                        settings.difference_half_life_days * 86400.0, settings.difference_min_labels)
         # Each namespace's threshold, learned from the shared decision log's evidence (guarded mode).
-        self.learned = ThresholdBook(LearnerConfig.for_policy(self.policy, self.label_error_rate), self.clock)
+        # Each threshold's moves are recorded in the shared store: a move counts once between the replicas.
+        self.learned = ThresholdBook(LearnerConfig.for_policy(self.policy, self.label_error_rate), self.clock,
+                                     moves=SqlMoveLog(self.engine))
         learns = settings.learn_threshold and self.policy.guarded
         matcher = Matcher(self.policy, deciders, self.differences, learned=self.learned.threshold if learns else None,
                           rule=CandidateRule(settings.candidates, settings.decision_log_floor))
@@ -148,16 +153,18 @@ class Runtime:
                                      recount_seconds=settings.recount_interval_seconds)
         # The learned thresholds' evidence: running totals updated where decisions and labels are written.
         self.evidence = EvidenceStore(self.engine, Aging(self.learned.config.floor), self.clock)
-        self.decisions = DecisionLog(self.engine, self.evidence)
+        self.decisions = DecisionLog(self.engine, self.evidence, BudgetTallies(self.clock))
         retention = Retention(settings.decision_log_days, settings.label_days, settings.tombstone_days)
         self.forgetting = Forgetting(self.engine, self.maintainer, retention, self.clock)
-        self.answer_baselines = AnswerBaselines()
+        # The upstream's answer variation and the labelling allowance are the deployment's, in the shared store.
+        self.answer_baselines = SharedAnswerBaselines(self.engine, self.clock)
         # An audit re-asks the upstream twice (the second fresh answer measures its variation), or once and then
         # asks the label model.
         self.audit_sampler = AuditSampler(settings.audit_rate, settings.audit_calls_per_hour, self.clock,
-                                          calls_per_audit=2)
+                                          calls_per_audit=2,
+                                          allowance=SqlAllowance(self.engine, settings.audit_calls_per_hour))
         self.budget = BudgetKeeper(self.engine, self.learned.budget, self.learned.config.confidence, self.metrics,
-                                   self.differences, self.clock)
+                                   self.differences, self.clock, self.answer_baselines)
         self.threshold_keeper = ThresholdKeeper(self.learned, self.evidence, self.thresholds.prior_for,
                                                 lambda: self.thresholds.by_namespace, self.metrics)
         self.upstream = build_upstream(settings, settings.upstream_url, parts.transport)

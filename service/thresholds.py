@@ -5,7 +5,8 @@ change or its traffic grew by an eighth) and lets `index.match.threshold_book` c
 pass costs what the new labels cost, whatever the number of namespaces. `view` is what `/deja/budget` and the
 overview page show of what the passes chose (they never run one): the threshold in force, the budget's statistic
 there (the learner's upper bound on wrong ÷ served at its confidence), the evidence per band behind it and the
-labels that would move it."""
+labels that would move it. A move is counted (`deja_threshold_moves_total`) only by the replica that records it in
+the shared store (`index.storage.threshold_moves`): a restarted or new replica counts none."""
 
 from __future__ import annotations
 
@@ -99,11 +100,20 @@ class ThresholdKeeper:
             self.version = max([self.version, *(s.version for s in streams)])
             self._priors = priors
             self.chosen = len(streams)
+            self._sync_moves()
         return moves
+
+    def _sync_moves(self) -> None:
+        """The move history as the shared store keeps it (every replica's moves), when the book records there."""
+        try:
+            self.book.moves.sync()
+        except StoreUnavailable as exc:
+            log.warning("threshold moves not read: %s", exc)
 
     def _choose(self, stream: StreamEvidence) -> ThresholdMove | None:
         policy = self.prior(stream.namespace)
-        move = self.book.update(stream.namespace, stream.evidence, policy.prior_for(stream.kind), stream.kind)
+        move = self.book.update(stream.namespace, stream.evidence, policy.prior_for(stream.kind), stream.kind,
+                                stream.version)
         state = self.book.state(stream.namespace, stream.kind)
         if state is not None:
             self._export(stream.namespace, stream.kind, state.threshold, state.upper)

@@ -110,11 +110,12 @@ class Upkeep:
     def tick(self, evict: bool) -> None:
         """One round of upkeep, in a worker thread."""
         p = self.parts
-        self.flush_decisions()
         if not self.started:
             p.maintainer.start()
             self.started = True
         p.maintainer.sync()
+        # After the catch-up, never before it: the flush counts what it logs (tallies, evidence) in its transaction.
+        self.flush_decisions()
         if evict:
             p.metrics.evictions.inc(p.maintainer.evict())
             p.forgetting.sweep()

@@ -7,11 +7,11 @@ same sampler."""
 
 from __future__ import annotations
 
-import threading
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+
+from index.match.allowance import Allowance, HourlyAllowance
 
 # Multiples of the default share for each reason (the largest applies).
 OVER_BUDGET_BOOST = 20.0
@@ -20,7 +20,6 @@ YOUNG_BOOST = 5.0
 # A candidate whose cosine is within this much of its threshold is uncertain; an entry younger than this is young.
 UNCERTAIN_MARGIN = 0.05
 YOUNG_SECONDS = 3600.0
-HOUR = 3600.0
 
 
 class AuditReason(StrEnum):
@@ -45,14 +44,16 @@ class HitFacts:
 class AuditSampler:
     """Thread-safe; `clock` is wall-clock seconds."""
 
-    def __init__(self, rate: float, calls_per_hour: int, clock: Callable[[], float], calls_per_audit: int = 1) -> None:
-        """`calls_per_audit`: upstream calls one audit makes (the re-ask, plus the label call with a label model)."""
+    def __init__(self, rate: float, calls_per_hour: int, clock: Callable[[], float], calls_per_audit: int = 1,
+                 allowance: Allowance | None = None) -> None:
+        """`calls_per_audit`: upstream calls one audit makes (the re-ask, plus the label call with a label model);
+        `allowance`: where the hour's `calls_per_hour` are kept (default: in this process; a gateway passes the
+        shared store's, `index.storage.allowance.SqlAllowance`, one allowance per deployment)."""
         self.rate = rate
         self.calls_per_hour = calls_per_hour
         self.calls_per_audit = calls_per_audit
         self.clock = clock
-        self._extra: deque[float] = deque()
-        self._lock = threading.Lock()
+        self.allowance: Allowance = allowance or HourlyAllowance(calls_per_hour)
 
     def boost(self, facts: HitFacts) -> tuple[float, AuditReason]:
         """The multiple of the default share this hit is audited at, and why."""
@@ -77,11 +78,4 @@ class AuditSampler:
 
     def spend(self, calls: int) -> bool:
         """Take `calls` from the last hour's allowance; False (nothing taken) when it has no room for them."""
-        now = self.clock()
-        with self._lock:
-            while self._extra and now - self._extra[0] >= HOUR:
-                self._extra.popleft()
-            if len(self._extra) + calls > self.calls_per_hour:
-                return False
-            self._extra.extend([now] * calls)
-            return True
+        return self.allowance.take(calls, self.clock())

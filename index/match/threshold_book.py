@@ -4,8 +4,11 @@ the Matcher to read.
 `ThresholdBook.update` chooses a namespace's threshold from its latest evidence and the prior alone (never from the
 replica's previous choice, so every replica that reads the same evidence serves the same threshold) and returns
 the move it made, if any; every move is logged with its evidence. A namespace never seen stays at the prior. The
-book is memory; the gateway rebuilds it from the shared decision log (`index.storage.evidence`) on every upkeep
-tick, so a restart keeps what was learned. `eval replay --learn` feeds it the same evidence in memory.
+book is memory; the gateway rebuilds it from the shared evidence (`index.storage.evidence`) on every pass, so a
+restart keeps what was learned. Whether a choice is a *move* is the `MoveLog`'s to say: in memory (`eval replay
+--learn`, tests) or in the shared store (`index.storage.threshold_moves`), where each stream's threshold is recorded
+once with the evidence version it was chosen at, so a move counts once between the replicas and a restarted or new
+replica, choosing what is recorded already, moves nothing.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from index.match.evidence import Evidence
 from index.match.live_threshold import CONFIDENCE, LearnerConfig, ThresholdState, choose
@@ -47,17 +51,73 @@ class ThresholdMove:
                 f"vs budget {self.budget:g}, {self.labels} labels)")
 
 
+class MoveLog(Protocol):
+    """Where each stream's threshold is recorded and its moves kept (newest last)."""
+
+    def record(self, proposed: ThresholdMove, version: int | None) -> ThresholdMove | None:
+        """Record the stream's threshold `proposed.new`, chosen from the evidence published at `version` (None: the
+        latest choice wins); `proposed.old` is the stream's prior. Returns the move recorded (`old`: the threshold
+        it replaces, the prior for a stream never recorded), None when there is none (the same threshold, an older
+        version, or another replica recorded it first)."""
+        ...
+
+    def recent(self) -> list[ThresholdMove]:
+        """The latest moves, newest last."""
+        ...
+
+    def sync(self) -> None:
+        """Read the moves recorded elsewhere (other replicas) for `recent`."""
+        ...
+
+
+class MemoryMoveLog:
+    """The move log of one process."""
+
+    def __init__(self, keep: int = 200) -> None:
+        self.keep = keep
+        self._last: dict[tuple[str, str], tuple[float, int | None]] = {}
+        self._moves: list[ThresholdMove] = []
+        self._lock = threading.Lock()
+
+    def record(self, proposed: ThresholdMove, version: int | None) -> ThresholdMove | None:
+        stream = (proposed.namespace, proposed.kind.value)
+        with self._lock:
+            old, seen = self._last.get(stream, (proposed.old, None))
+            if version is not None and seen is not None and version < seen:
+                return None
+            self._last[stream] = (proposed.new, version)
+            if abs(proposed.new - old) < 1e-9:
+                return None
+            move = dataclasses.replace(proposed, old=old)
+            self._moves = [*self._moves, move][-self.keep:]
+        return move
+
+    def recent(self) -> list[ThresholdMove]:
+        with self._lock:
+            return list(self._moves)
+
+    def sync(self) -> None:
+        """Nothing is recorded elsewhere."""
+
+
 class ThresholdBook:
     """Per-namespace thresholds, one per kind of difference (`Kind`); thread-safe. `history` keeps the latest moves
     (newest last)."""
 
-    def __init__(self, config: LearnerConfig, clock: Callable[[], float], keep: int = 200) -> None:
+    def __init__(self, config: LearnerConfig, clock: Callable[[], float], keep: int = 200,
+                 moves: MoveLog | None = None) -> None:
+        """`moves`: where the moves are recorded (default: in this process; a gateway passes the shared store's)."""
         self.config = config
         self.clock = clock
         self.keep = keep
-        self.history: list[ThresholdMove] = []
+        self.moves: MoveLog = moves or MemoryMoveLog(keep)
         self._states: dict[tuple[str, Kind], ThresholdState] = {}
         self._lock = threading.Lock()
+
+    @property
+    def history(self) -> list[ThresholdMove]:
+        """The latest moves (newest last), as the move log keeps them."""
+        return self.moves.recent()
 
     @property
     def budget(self) -> float:
@@ -82,22 +142,19 @@ class ThresholdBook:
             return dict(self._states)
 
     def update(self, namespace: str, evidence: Evidence, prior: float | None = None,
-               kind: Kind = Kind.COSINE) -> ThresholdMove | None:
-        """Choose `namespace`'s threshold for `kind` from `evidence` (from its prior: the deployment's, or one
-        stored for the namespace); returns the move made, if any."""
+               kind: Kind = Kind.COSINE, version: int | None = None) -> ThresholdMove | None:
+        """Choose `namespace`'s threshold for `kind` from `evidence` (published at `version`, from its prior: the
+        deployment's, or one stored for the namespace); returns the move made, if this call made one."""
         config = self.config if prior is None else dataclasses.replace(
             self.config, prior=prior, floor=min(self.config.floor, prior))
+        # Chosen from the prior, never from this replica's last choice: the threshold is a function of the shared
+        # evidence alone, so a restart, a second replica and a late one serve the same threshold.
+        state = choose(evidence, config.prior, config)
         with self._lock:
-            before = self._states.get((namespace, kind))
-            current = config.prior if before is None else before.threshold
-            # Chosen from the prior, never from this replica's last choice: the threshold is a function of the
-            # shared evidence alone, so a restart, a second replica and a late one serve the same threshold.
-            state = choose(evidence, config.prior, config)
             self._states[(namespace, kind)] = state
-            if abs(state.threshold - current) < 1e-9:
-                return None
-            move = ThresholdMove(namespace, current, state.threshold, state.estimate, state.upper, state.labels,
+        proposed = ThresholdMove(namespace, config.prior, state.threshold, state.estimate, state.upper, state.labels,
                                  self.clock(), kind, config.confidence, config.budget)
-            self.history = ([*self.history, move])[-self.keep:]
-        log.info("%s", move.describe())
+        move = self.moves.record(proposed, version)
+        if move is not None:
+            log.info("%s", move.describe())
         return move

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from sqlalchemy import Engine, and_, func, insert, select, update
+from sqlalchemy import Connection, Engine, and_, func, insert, select, update
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, SQLAlchemyError
 
 from index.errors import StoreUnavailable, store_errors
@@ -123,19 +123,31 @@ class EvidenceSink(Protocol):
     """Where logged decisions and written labels also count: the learned thresholds' running totals
     (`index.storage.evidence.EvidenceStore`)."""
 
-    def count(self, records: Sequence[DecisionRecord]) -> None: ...
+    def count_in(self, conn: Connection, records: Sequence[DecisionRecord]) -> None: ...
 
     def settle(self, request_ids: Sequence[str] | None = None) -> int: ...
 
 
-class DecisionLog:
-    """SQL access for decisions, labels and per-namespace thresholds; with `evidence`, every decision logged and
-    every label written also updates the learned thresholds' totals (a failure there is logged: the decision or
-    label stays, and a label left uncounted is counted by a later flush or pass)."""
+class TallySink(Protocol):
+    """Where logged decisions and written labels also count: the budget's tallies per (namespace, API)
+    (`index.storage.budget.BudgetTallies`)."""
 
-    def __init__(self, engine: Engine, evidence: EvidenceSink | None = None) -> None:
+    def count_in(self, conn: Connection, records: Sequence[DecisionRecord]) -> None: ...
+
+    def fold_in(self, conn: Connection, request_id: str, source: LabelSource) -> None: ...
+
+
+class DecisionLog:
+    """SQL access for decisions, labels and per-namespace thresholds. With `tallies` and `evidence`, the decisions
+    are counted in the transaction that logs them (the budget's tallies, then the learned thresholds' totals: a
+    count that fails logs nothing, so none is ever lost), a label is folded into the tallies in the transaction
+    that writes it and settled into the evidence right after (a label left uncounted is counted by a later flush
+    or pass)."""
+
+    def __init__(self, engine: Engine, evidence: EvidenceSink | None = None, tallies: TallySink | None = None) -> None:
         self.engine = engine
         self.evidence = evidence
+        self.tallies = tallies
 
     def record(self, records: Sequence[DecisionRecord]) -> None:
         if not records:
@@ -143,13 +155,19 @@ class DecisionLog:
         logged = self._insert(records)
         if self.evidence is not None and logged:
             try:
-                self.evidence.count(logged)
                 self.evidence.settle([r.request_id for r in logged])  # labels that arrived before their decision
             except StoreUnavailable as exc:
-                log.warning("evidence of %d decisions not counted: %s", len(logged), exc)
+                log.warning("labels of %d decisions not settled yet: %s", len(logged), exc)
+
+    def _count(self, conn: Connection, records: Sequence[DecisionRecord]) -> None:
+        """What the decisions being logged add to the running totals, in their transaction."""
+        if self.tallies is not None:
+            self.tallies.count_in(conn, records)
+        if self.evidence is not None:
+            self.evidence.count_in(conn, records)
 
     def _insert(self, records: Sequence[DecisionRecord]) -> Sequence[DecisionRecord]:
-        """Insert the records; returns those logged."""
+        """Insert the records, each counted in the same transaction; returns those logged."""
         rows = [{
             "request_id": r.request_id, "namespace": r.namespace, "model": r.model, "prompt": r.prompt,
             "entry_id": r.entry_id, "candidate_prompt": r.candidate_prompt, "similarity": r.similarity,
@@ -160,20 +178,22 @@ class DecisionLog:
         try:
             with self.engine.begin() as conn:
                 conn.execute(insert(decisions), rows)
+                self._count(conn, records)
             return records
         except (OperationalError, InterfaceError) as exc:  # the database, not the rows: nothing to retry
             raise StoreUnavailable(f"cannot log decisions: {exc}") from exc
         except (SQLAlchemyError, ValueError):
             # One bad row (a value the database refuses) must not cost the others, other tenants' included.
-            logged = set(self._record_each(rows))
+            logged = set(self._record_each(records, rows))
             return [r for r in records if r.request_id in logged]
 
-    def _record_each(self, rows: Sequence[Mapping[str, object]]) -> list[object]:
+    def _record_each(self, records: Sequence[DecisionRecord], rows: Sequence[Mapping[str, object]]) -> list[object]:
         logged = []
-        for row in rows:
+        for record, row in zip(records, rows, strict=True):
             try:
                 with self.engine.begin() as conn:
                     conn.execute(insert(decisions), [row])
+                    self._count(conn, [record])
                 logged.append(row["request_id"])
             except (OperationalError, InterfaceError) as exc:
                 raise StoreUnavailable(f"cannot log decisions: {exc}") from exc
@@ -197,6 +217,8 @@ class DecisionLog:
                                                        **values))
             except IntegrityError:
                 conn.execute(update(labels).where(key).values(counted=False, **values))
+            if self.tallies is not None:
+                self.tallies.fold_in(conn, label.request_id, label.source)
         if self.evidence is not None:
             try:
                 self.evidence.settle([label.request_id])

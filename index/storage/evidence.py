@@ -1,7 +1,8 @@
 """The learned thresholds' evidence in the shared store, as running totals per (namespace, kind) and band
-(`index.match.evidence.Totals`), updated where decisions and labels are written: `count` when the decision log
-flushes, `settle` when a label is written (and, for a label that arrived before its decision or lost a race, on the
-next flush or pass). A pass never re-reads the log: `changed` returns the streams published since a version.
+(`index.match.evidence.Totals`), updated where decisions and labels are written: `count_in` in the transaction
+that logs the decisions, `settle` when a label is written (and, for a label that arrived before its decision or
+lost a race, on the next flush or pass). A pass never re-reads the log: `changed` returns the streams published
+since a version.
 
 Publication is what makes every replica choose alike: a stream publishes (its mass frozen, the evidence clock
 `deja_meta.evidence_version` stamped on it) whenever its labels change, and on requests alone once they grew by an
@@ -71,9 +72,15 @@ class EvidenceStore:
         self.clock = clock
 
     def count(self, records: Sequence[DecisionRecord]) -> None:
-        """The requests among logged decisions (oldest first): would-serve ones in their kind's band, hits served
-        whatever the threshold (exact hits, plain rewordings) as the cosine kind's fixed mass. A stream whose
-        requests grew by an eighth since it last published publishes again (`Totals.stale`)."""
+        """`count_in` in a transaction of its own."""
+        with store_errors("count evidence"), self.engine.begin() as conn:
+            self.count_in(conn, records)
+
+    def count_in(self, conn: Connection, records: Sequence[DecisionRecord]) -> None:
+        """The requests among logged decisions (oldest first), in the caller's transaction (the one that logs
+        them): would-serve ones in their kind's band, hits served whatever the threshold (exact hits, plain
+        rewordings) as the cosine kind's fixed mass. A stream whose requests grew by an eighth since it last
+        published publishes again (`Totals.stale`)."""
         observed: dict[Stream, list[float | None]] = {}
         for record in sorted(records, key=lambda r: (r.created_at, r.request_id)):
             if record.would_serve:
@@ -84,15 +91,14 @@ class EvidenceStore:
                 observed.setdefault((record.namespace, Kind.COSINE.value), []).append(None)
         if not observed:
             return
-        with store_errors("count evidence"), self.engine.begin() as conn:
-            loaded = _lock(conn, observed)
-            for stream, lows in observed.items():
-                state = loaded[stream]
-                for low in lows:
-                    state.totals.observe(low, self.aging)
-                state.touched.update(low for low in lows if low is not None)
-                state.publish = state.totals.stale
-            self._write(conn, loaded)
+        loaded = _lock(conn, observed)
+        for stream, lows in observed.items():
+            state = loaded[stream]
+            for low in lows:
+                state.totals.observe(low, self.aging)
+            state.touched.update(low for low in lows if low is not None)
+            state.publish = state.totals.stale
+        self._write(conn, loaded)
 
     def settle(self, request_ids: Sequence[str] | None = None) -> int:
         """Fold labels not yet counted into the totals (those of `request_ids`, or every one), a label's
@@ -237,15 +243,16 @@ class EvidenceStore:
                 for (ns, kind), (version, totals) in streams.items()]
 
 
-def next_version(conn: Connection, at: float) -> int:
-    """The evidence clock's next value, its row locked until the transaction ends (take it last)."""
-    read = select(meta.c.value).where(meta.c.key == VERSION_KEY).with_for_update()
+def next_version(conn: Connection, at: float, key: str = VERSION_KEY) -> int:
+    """The next value of the clock `key` in `deja_meta` (the evidence clock by default), its row locked until the
+    transaction ends (take it last)."""
+    read = select(meta.c.value).where(meta.c.key == key).with_for_update()
     value = conn.execute(read).scalar_one_or_none()
     if value is None:
-        conn.execute(_insert_ignoring(conn, meta, [{"key": VERSION_KEY, "value": "0", "updated_at": at}]))
+        conn.execute(insert_ignoring(conn, meta, [{"key": key, "value": "0", "updated_at": at}]))
         value = conn.execute(read).scalar_one()
     version = int(value) + 1
-    conn.execute(update(meta).where(meta.c.key == VERSION_KEY).values(value=str(version), updated_at=at))
+    conn.execute(update(meta).where(meta.c.key == key).values(value=str(version), updated_at=at))
     return version
 
 
@@ -271,7 +278,7 @@ def _lock(conn: Connection, streams: Iterable[Stream]) -> dict[Stream, _Loaded]:
     for start in range(0, len(keys), _CHUNK):
         part = keys[start:start + _CHUNK]
         empty = {**_stream_row(Totals()), "version": 0}
-        conn.execute(_insert_ignoring(conn, evidence, [{"namespace": ns, "kind": kind, **empty} for ns, kind in part]))
+        conn.execute(insert_ignoring(conn, evidence, [{"namespace": ns, "kind": kind, **empty} for ns, kind in part]))
         within = tuple_(evidence.c.namespace, evidence.c.kind).in_(part)
         for row in conn.execute(select(evidence).where(within).order_by(evidence.c.namespace, evidence.c.kind)
                                 .with_for_update()).all():
@@ -284,7 +291,7 @@ def _lock(conn: Connection, streams: Iterable[Stream]) -> dict[Stream, _Loaded]:
     return loaded
 
 
-def _insert_ignoring(conn: Connection, table: Any, rows: list[dict[str, object]]) -> Any:
+def insert_ignoring(conn: Connection, table: Any, rows: list[dict[str, object]]) -> Any:
     """INSERT that leaves rows whose key exists alone (a concurrent insert of the same key waits, then yields)."""
     if conn.dialect.name == "postgresql":
         return postgresql.insert(table).values(rows).on_conflict_do_nothing()

@@ -187,3 +187,74 @@ meta = Table(
     Column("value", String(200), nullable=False),
     Column("updated_at", Float, nullable=False),
 )
+
+# What replicas share beyond the evidence (migration 0015): the labelling allowance's calls of the last hour
+# (`index.storage.allowance`), the upstream's answer variation per namespace (`index.storage.variation`), each
+# learned threshold as last recorded with the history of its moves (`index.storage.threshold_moves`) and the
+# budget's tallies per (namespace, API) as running totals (`index.storage.budget`).
+allowance_calls = Table(
+    "deja_allowance_calls",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", Float, nullable=False),
+    Column("calls", Integer, nullable=False),
+    Index("ix_deja_allowance_calls_at", "at"),
+)
+
+answer_variation = Table(
+    "deja_answer_variation",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("namespace", String(64), nullable=False),
+    Column("similarity", Float, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Index("ix_deja_answer_variation_namespace", "namespace", "id"),
+)
+
+# One row per stream (namespace, kind): the threshold last recorded and the evidence version it was chosen at.
+learned_thresholds = Table(
+    "deja_learned_thresholds",
+    metadata,
+    Column("namespace", String(64), primary_key=True),
+    Column("kind", String(20), primary_key=True),
+    Column("threshold", Float, nullable=False),
+    Column("version", BigInteger, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+
+threshold_moves = Table(
+    "deja_threshold_moves",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("namespace", String(64), nullable=False),
+    Column("kind", String(20), nullable=False),
+    Column("old", Float, nullable=False),
+    Column("new", Float, nullable=False),
+    Column("estimate", Float, nullable=False),
+    Column("upper", Float, nullable=False),
+    Column("labels", Integer, nullable=False),
+    Column("version", BigInteger, nullable=False),
+    Column("at", Float, nullable=False),
+)
+
+# The budget's tallies per (namespace, API): semantic hits served, audited (a label from an audit, feedback or a
+# human) and audited wrong, with `version`, the tally clock (`deja_meta` key `tally_version`) at its last change.
+budget_tallies = Table(
+    "deja_budget_tallies",
+    metadata,
+    Column("namespace", String(64), primary_key=True),
+    Column("api", String(20), primary_key=True),
+    Column("served", BigInteger, nullable=False),
+    Column("audited", BigInteger, nullable=False),
+    Column("wrong", BigInteger, nullable=False),
+    Column("version", BigInteger, nullable=False),
+    Index("ix_deja_budget_tallies_version", "version"),
+)
+
+# What the tallies count of each audited hit: the label (by precedence) counted.
+budget_labels = Table(
+    "deja_budget_labels",
+    metadata,
+    Column("request_id", String(40), primary_key=True),
+    Column("correct", Boolean, nullable=False),
+)

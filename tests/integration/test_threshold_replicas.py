@@ -139,9 +139,17 @@ def test_near_misses_through_one_replica_lower_the_threshold_every_replica_serve
             return bool(mine) and mine == theirs and mine[0] < 0.99  # type: ignore[operator]
 
         assert wait_for(agree, 30, interval=0.5)
+        # What it chose is recorded already (`index.storage.threshold_moves`): the restart moved nothing.
+        assert moves_counted(first.url) == 0
     finally:
         first.stop()
         second.stop()
+
+
+def moves_counted(url: str) -> float:
+    """The replica's `deja_threshold_moves_total`, every direction."""
+    lines = httpx.get(url + "/metrics", timeout=30).text.splitlines()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in lines if line.startswith("deja_threshold_moves_total{"))
 
 
 def _learned(url: str, namespace: str) -> dict[str, tuple[float, int]]:

@@ -9,7 +9,7 @@ import pytest
 from index.match.audit_sampler import AuditReason, AuditSampler, HitFacts
 from index.match.differences import HALF_LIFE_SECONDS, HORIZON_HALF_LIVES, Differences, difference
 from index.match.outcome import Reason
-from index.storage.budget import BudgetTally, budget_tallies
+from index.storage.budget import BudgetTallies, BudgetTally, tallies_since
 from index.storage.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
 from index.storage.differences import SqlDifferenceLog
 from index.storage.entries import EntryStore, make_engine
@@ -23,7 +23,8 @@ def _record(log: DecisionLog, rid: str, namespace: str, verdict: str, api: str =
 def test_tallies_count_served_hits_and_their_audits_by_precedence(tmp_path: Path) -> None:
     engine = make_engine(f"sqlite:///{tmp_path / 'log.db'}")
     EntryStore(engine).create_schema()
-    log = DecisionLog(engine)
+    log = DecisionLog(engine, tallies=BudgetTallies(lambda: 1.0))
+    log.label(Label("h3", LabelSource.FEEDBACK, False, 0.5))  # a label before its decision counts once it is logged
     for i in range(4):
         _record(log, f"h{i}", "ns-a", "hit-semantic")
     _record(log, "m1", "ns-a", "miss")
@@ -31,10 +32,15 @@ def test_tallies_count_served_hits_and_their_audits_by_precedence(tmp_path: Path
     log.label(Label("h0", LabelSource.AUDIT, False, 2.0))
     log.label(Label("h1", LabelSource.AUDIT, False, 2.0))
     log.label(Label("h1", LabelSource.HUMAN, True, 3.0))  # a human outranks the audit: right
+    log.label(Label("h1", LabelSource.AUDIT, False, 4.0))  # ... and stays ahead of a later audit
     log.label(Label("h2", LabelSource.SHADOW, False, 2.0))  # shadows judge unserved answers: not an audit
     log.label(Label("m1", LabelSource.SHADOW, False, 2.0))
-    tallies = budget_tallies(engine)
-    assert tallies == [BudgetTally("ns-a", "chat", 4, 2, 1), BudgetTally("ns-a", "messages", 1, 0, 0)]
+    tallies, version = tallies_since(engine, 0)
+    assert tallies == [BudgetTally("ns-a", "chat", 4, 3, 2), BudgetTally("ns-a", "messages", 1, 0, 0)]
+    # Read by version: only what changed since.
+    assert tallies_since(engine, version) == ([], version)
+    _record(log, "x2", "ns-a", "hit-semantic", api="messages")
+    assert tallies_since(engine, version)[0] == [BudgetTally("ns-a", "messages", 2, 0, 0)]
     engine.dispose()
 
 
