@@ -19,6 +19,7 @@ from index.match.decide import Deciders
 from index.match.matcher import Matcher, MatchRequest, Plan
 from index.match.outcome import Candidate, Lookup
 from index.match.policy import MatchPolicy
+from index.pricing.usage import Usage
 from index.records import CachedResponse, CacheEntry, Neighbor, QueryVectors, StoredEntry, Verdict
 from index.request.keys import CacheKey, LookupMode
 from index.search.sharding import Shard
@@ -231,9 +232,9 @@ class Cache:
                          stored.context_text or "", float(query.context @ stored.context_vector))
 
     def store_answer(self, key: CacheKey, response: dict[str, Any], vectors: QueryVectors | None = None,
-                     ttl_seconds: float | None = None) -> int | None:
-        """Record a complete upstream answer. Returns the entry id, or None when the store is down or the
-        lifetime is 0."""
+                     ttl_seconds: float | None = None, usage: Usage | None = None) -> int | None:
+        """Record a complete upstream answer (and what its call cost, `usage`). Returns the entry id, or None when
+        the store is down or the lifetime is 0."""
         if key.mode is LookupMode.BYPASS:
             return None
         semantic = key.mode is LookupMode.FULL
@@ -256,7 +257,7 @@ class Cache:
             prompt_vector=vectors.prompt if conversation and vectors else None,
             context_vector=vectors.context if conversation and vectors else None,
             context_text=key.context_text if conversation else None,
-            embedding_model=self.embedder.model_id if semantic else None,
+            embedding_model=self.embedder.model_id if semantic else None, usage=usage,
         )
         try:
             entry_id = self.store.add(entry)

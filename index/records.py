@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import Any
 
 from index.embedding.embedder import Vector
+from index.pricing.usage import Usage
 
 
 class Verdict(StrEnum):
@@ -48,6 +49,8 @@ class CacheEntry:
     context_vector: Vector | None = None
     context_text: str | None = None
     embedding_model: str | None = None
+    # What the upstream call that produced `response` cost, by token kind (None: its API reported no usage).
+    usage: Usage | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class StoredEntry:
     context_vector: Vector | None = None
     context_text: str | None = None
     embedding_model: str | None = None
+    usage: Usage | None = None
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from index.match.policy import (
     MatchPolicy,
     default_min_similarity,
 )
+from index.pricing.prices import SHIPPED_PRICES, PriceTable, blended, parse_prices, read_price_file
 from index.request.keys import DEFAULT_MAX_DECISION_CHARS, ContextMatch
 from index.search.pgvector import PgVectorParams
 from index.search.vector_index import VectorIndexKind
@@ -205,10 +206,16 @@ class Settings(BaseSettings):
         "threshold of a single-turn candidate whose prompt swaps a content word for a WordNet sibling or antonym "
         "(red/blue, buy/sell); 1.0 = never served until the namespace's own labels of such candidates move it")
     answer_same_similarity: float = Field(0.95, ge=0, le=1, description="Answer similarity that counts as same")
+    prices: dict[str, dict[str, float | None]] = Field(
+        default_factory=dict, description="The operator's price table, JSON: {model: {\"input\", \"output\", "
+        "\"cached_input\", \"cache_write\"}} in USD per 1M tokens (the last two default to the input rate); over "
+        "DEJA_PRICES_FILE and the shipped OpenAI and Anthropic prices. A hit saves what its upstream call cost, by "
+        "token kind; a model no table prices shows its tokens and \"no price\"")
+    prices_file: Path | None = Field(
+        None, description="A JSON file of the DEJA_PRICES shape, over the shipped prices (DEJA_PRICES wins)")
     prices_per_1k_tokens: dict[str, float] = Field(
-        default_factory=lambda: {"gpt-4o": 0.00625, "gpt-4o-mini": 0.000375, "gpt-4.1": 0.005,
-                                 "gpt-4.1-mini": 0.001, "gpt-4.1-nano": 0.00025},
-        description="USD per 1K tokens (blended) by model, for the cost-saved metric")
+        default_factory=dict, description="Deprecated (use DEJA_PRICES): one blended USD price per 1K tokens of any "
+        "kind, by model; read, with a warning, only for models no per-kind table prices")
     embedder: EmbedderBackend = Field(
         EmbedderBackend.ONNX, description="Embedding backend: 'onnx' (MiniLM as an int8 ONNX Runtime export, no torch "
         "at run time) or 'torch' (sentence-transformers, any model folder)")
@@ -243,6 +250,14 @@ class Settings(BaseSettings):
             log.warning(line)
         return data
 
+    @model_validator(mode="after")
+    def _prices_read(self) -> Settings:
+        self.price_table()  # a bad table or file stops start-up with its reason
+        if self.prices_per_1k_tokens:
+            log.warning("DEJA_PRICES_PER_1K_TOKENS is deprecated: a blended price misprices cached input and "
+                        "output; give per-kind rates in DEJA_PRICES or DEJA_PRICES_FILE")
+        return self
+
     @field_validator("decision", mode="before")
     @classmethod
     def _judge_mode_retired(cls, value: object) -> object:
@@ -261,7 +276,7 @@ class Settings(BaseSettings):
         return tuple(h.strip().lower() for h in value.split(",") if h.strip()) if isinstance(value, str) else value
 
     @field_validator("shared_namespace", "min_similarity", "decision_log_days", "label_days",
-                     "tombstone_days", "label_model", mode="before")
+                     "tombstone_days", "label_model", "prices_file", mode="before")
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
@@ -303,6 +318,16 @@ class Settings(BaseSettings):
         (the one place it is built)."""
         return LabelConfig(self.shadow_labels, self.label_model is not None, self.label_model_error_rate,
                            self.answer_same_similarity)
+
+    def price_table(self) -> PriceTable:
+        """What upstream tokens cost, by model: the shipped prices, under the price file, under `DEJA_PRICES`
+        (the one place the table is built); the deprecated blended prices only for models none of them prices."""
+        table = PriceTable(SHIPPED_PRICES)
+        if self.prices_file is not None:
+            table = table.merged(read_price_file(self.prices_file))
+        table = table.merged(parse_prices(self.prices, "DEJA_PRICES"))
+        old = {m: p for m, p in self.prices_per_1k_tokens.items() if table.price_for(m) is None}
+        return PriceTable({**blended(old), **table.prices})
 
     @property
     def sql_url(self) -> str:

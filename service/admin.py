@@ -23,6 +23,7 @@ from service.deps import (
 from service.errors import NotFound
 from service.evidence import teach
 from service.json_input import JsonBodyRoute
+from service.ledger import row_json
 
 
 class Feedback(BaseModel):
@@ -62,7 +63,23 @@ async def feedback(
 
 @admin_router.get("/stats")
 async def stats(rt: RuntimeDep) -> dict[str, Any]:
-    return await run_in_threadpool(rt.stats)
+    """The store and the thresholds, and per (namespace, API, model) on this replica since it started: what hits
+    saved and labelling spent, by token kind and in USD ("no price" for a model the price table lacks), and the
+    share of forwarded input the provider's prompt cache served."""
+    found = await run_in_threadpool(rt.stats)
+    return {**found, "savings": [row_json(row) for row in rt.ledger.rows()]}
+
+
+@admin_router.get("/reuse")
+async def reuse(rt: RuntimeDep) -> dict[str, Any]:
+    """What stops reuse, per namespace, from the shapes of the requests this replica saw: system prompts that
+    vary only by a volatile span, tool lists sent in several orders, sampling parameters split across values, one
+    system prompt sent to several models; each with the share of requests affected and the fix. A report only."""
+    report = await run_in_threadpool(rt.reuse.report)
+    return {"namespaces": [{"namespace": ns.namespace, "requests": ns.requests,
+                            "findings": [{"obstacle": f.obstacle.value, "requests": f.requests,
+                                          "share": round(f.share, 6), "variants": f.variants, "where": f.where,
+                                          "fix": f.fix} for f in ns.findings]} for ns in report]}
 
 
 @admin_router.get("/budget")

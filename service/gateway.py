@@ -97,6 +97,7 @@ class Gateway:
         if coalesces and (joined := await self._join(exchange)) is not None:  # one left for upstream meanwhile
             return joined
         headers = deja_headers(exchange, lookup, exchange.forward_verdict)
+        headers["Server-Timing"] = server_timing(timings)  # a miss: the lookup's stages before the upstream call
         flight = self.flights.lead(exchange.key.exact) if coalesces else None
         try:
             if exchange.stream:

@@ -11,7 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from index.match.labelling import LabelCase as LabelCase  # re-exported: what a label call is about
+from service.dialects import CHAT
 from service.errors import UpstreamError
+from service.ledger import Account, Ledger
 from service.metrics import Metrics
 from service.upstream import Upstream
 
@@ -53,14 +55,15 @@ def parse_verdict(reply: Any) -> bool | None:
 class LabelModel:
     """Sends label calls through the chat upstream with the caller's own credentials; metered."""
 
-    def __init__(self, model: str, upstream: Upstream, metrics: Metrics, price_per_1k: float | None) -> None:
+    def __init__(self, model: str, upstream: Upstream, metrics: Metrics, ledger: Ledger) -> None:
         self.model = model
         self.upstream = upstream
         self.metrics = metrics
-        self.price_per_1k = price_per_1k
+        self.ledger = ledger
 
     async def same(self, case: LabelCase, cached_answer: str, fresh_answer: str | None,
-                   headers: Mapping[str, str]) -> bool | None:
+                   headers: Mapping[str, str], account: Account) -> bool | None:
+        """`account`: the labelled traffic, which the call's cost is charged to."""
         """The label model's verdict, or None (no label) when the call fails or the reply is not {"same": bool}."""
         body = json.dumps(label_body(self.model, case, cached_answer, fresh_answer)).encode()
         try:
@@ -74,13 +77,15 @@ class LabelModel:
             reply = json.loads(content) if response.status_code == 200 else None
         except (ValueError, RecursionError):
             reply = None
-        self._meter(reply)
+        self._meter(reply, account)
         verdict = parse_verdict(reply)
         self.metrics.label_calls.labels("no_label" if verdict is None else "labelled").inc()
         return verdict
 
-    def _meter(self, reply: Any) -> None:
-        usage = reply.get("usage") if isinstance(reply, dict) else None
-        tokens = usage.get("total_tokens") if isinstance(usage, dict) else None
-        if self.price_per_1k and isinstance(tokens, int | float):
-            self.metrics.label_cost.labels(self.model).inc(tokens / 1000 * self.price_per_1k)
+    def _meter(self, reply: Any, account: Account) -> None:
+        usage = CHAT.usage(reply) if isinstance(reply, dict) else None
+        if usage is None:
+            return
+        usd = self.ledger.spent(account, self.model, usage)
+        if usd is not None:
+            self.metrics.label_cost.labels(self.model).inc(usd)

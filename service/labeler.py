@@ -23,6 +23,7 @@ from index.match.outcome import Lookup
 from index.storage.decision_log import Label, LabelSource
 from service.dialects import Dialect
 from service.errors import UpstreamError
+from service.ledger import Account
 from service.runtime import Runtime
 from service.upstream import Upstream
 
@@ -67,13 +68,13 @@ class Labeler:
             log.warning("%s label lost: %s", source.value, exc)
 
     async def _label(self, request_id: str, source: LabelSource, case: LabelCase, fresh: str, cached: str,
-                     headers: dict[str, str], second: str | None = None) -> None:
+                     headers: dict[str, str], account: Account, second: str | None = None) -> None:
         label_model = self.rt.label_model if self.rules.by_label_model(source is LabelSource.AUDIT) else None
         if label_model is None and self.rt.label_model is not None:
             # Over the hour's allowance: this shadow is labelled by answer comparison instead.
             self.rt.metrics.label_calls.labels("over_ceiling").inc()
         if label_model is not None:
-            same = await label_model.same(case, cached, fresh, headers)
+            same = await label_model.same(case, cached, fresh, headers, account)
             if same is None:
                 return
             result: tuple[bool, str, float] | None = (same, f"label model {label_model.model}",
@@ -93,16 +94,17 @@ class Labeler:
         would the candidate's answer have been right? When the rules say so (`LabelRules.asks_again`), the
         upstream is asked once more with `body`: two fresh answers show how much its answers vary."""
         texts = dialect.answer_text(fresh), dialect.answer_text(lookup.candidate_response or {})
+        account = _account(case, dialect, body)
 
         async def run() -> None:
             second = None
             if self.rules.asks_again(case.namespace, lookup, *texts):
                 upstream = self.rt.upstream_for(dialect.upstream)
                 again = await self._ask(upstream, dialect, headers, json.dumps(dialect.audit_body(body)).encode(),
-                                        request_id)
+                                        request_id, account)
                 second = None if again is None else dialect.answer_text(again)
                 self.rt.metrics.label_calls.labels("variation").inc()
-            await self._label(request_id, LabelSource.SHADOW, case, *texts, headers, second)
+            await self._label(request_id, LabelSource.SHADOW, case, *texts, headers, account, second)
 
         self.rt.spawn(run())
 
@@ -112,29 +114,30 @@ class Labeler:
         if self.rt.audit_slots.locked():
             self.rt.metrics.audits.labels("skipped").inc()
             return
+        account = _account(case, dialect, body)
 
         async def run() -> None:
             async with self.rt.audit_slots:
                 upstream = self.rt.upstream_for(dialect.upstream)
                 content_out = json.dumps(dialect.audit_body(body)).encode()
-                fresh = await self._ask(upstream, dialect, headers, content_out, request_id)
+                fresh = await self._ask(upstream, dialect, headers, content_out, request_id, account)
                 if fresh is None:
                     self.rt.metrics.audits.labels("upstream_error").inc()
                     return
                 # Without a label model, a second fresh answer shows how much the upstream's answers vary.
                 second = None
                 if self.rules.audit_asks_twice:
-                    again = await self._ask(upstream, dialect, headers, content_out, request_id)
+                    again = await self._ask(upstream, dialect, headers, content_out, request_id, account)
                     second = None if again is None else dialect.answer_text(again)
                 await self._label(request_id, LabelSource.AUDIT, case, dialect.answer_text(fresh),
-                                  dialect.answer_text(served), headers, second)
+                                  dialect.answer_text(served), headers, account, second)
                 self.rt.metrics.audits.labels("done").inc()
 
         self.rt.spawn(run())
 
     async def _ask(self, upstream: Upstream, dialect: Dialect, headers: dict[str, str], content: bytes,
-                   request_id: str) -> dict[str, Any] | None:
-        """One fresh answer to an audited request, or None."""
+                   request_id: str, account: Account) -> dict[str, Any] | None:
+        """One fresh answer to an audited request, or None; what it cost is charged to `account`."""
         try:
             response = await upstream.send("POST", dialect.path, headers, content)
             raw = await upstream.read(response)
@@ -145,4 +148,14 @@ class Labeler:
             fresh = json.loads(raw) if response.status_code == 200 else None
         except ValueError:
             return None
-        return fresh if isinstance(fresh, dict) else None
+        if not isinstance(fresh, dict):
+            return None
+        usage = dialect.usage(fresh)
+        if usage is not None:
+            self.rt.ledger.spent(account, account.model, usage)
+        return fresh
+
+
+def _account(case: LabelCase, dialect: Dialect, body: Mapping[str, Any]) -> Account:
+    """The labelled traffic, which labelling's calls are charged to."""
+    return Account(case.namespace, dialect.name, str(body.get("model") or ""))

@@ -27,8 +27,20 @@ class Metrics:
         self.evictions = Counter("deja_evictions", "Entries evicted (TTL or LRU)", registry=r)
         self.tokens_saved = Counter("deja_tokens_saved", "Upstream tokens not spent thanks to hits",
                                     ["model"], registry=r)
-        self.cost_saved = Counter("deja_cost_saved_usd", "Estimated upstream cost saved, from the price table",
-                                  ["model"], registry=r)
+        # By token kind and in USD per (namespace, API, model) at the price table's rates (`service.ledger`).
+        account = ["namespace", "api", "model"]
+        self.saved_tokens = Counter("deja_saved_tokens", "Upstream tokens hits did not spend, by kind (input, "
+                                    "cached_input, cache_write, output)", [*account, "kind"], registry=r)
+        self.saved_usd = Counter("deja_saved_usd", "USD hits did not spend: each replaced call's usage at its "
+                                 "model's prices (models without a price are not counted)", account, registry=r)
+        self.labelling_tokens = Counter("deja_labelling_tokens", "Upstream tokens labelling spent (audits, second "
+                                        "asks, label-model calls) on the traffic it labels, by kind",
+                                        [*account, "kind"], registry=r)
+        self.labelling_usd = Counter("deja_labelling_usd", "USD labelling spent on the traffic it labels, at the "
+                                     "called model's prices", account, registry=r)
+        self.forwarded_tokens = Counter("deja_forwarded_tokens", "Tokens of the answers forwarded from upstream, by "
+                                        "kind: cached_input ÷ all input is the provider's prompt-cache share",
+                                        [*account, "kind"], registry=r)
         self.labels = Gauge("deja_labels", "Labels collected, by source and verdict", ["source", "correct"],
                             registry=r)
         self.false_hit_rate = Gauge("deja_estimated_false_hit_rate",
@@ -58,8 +70,8 @@ class Metrics:
                                        ["direction"], registry=r)
         self.label_calls = Counter("deja_label_calls", "Labelling calls by outcome (label model calls, variation "
                                    "probes of near misses, no label)", ["outcome"], registry=r)
-        self.label_cost = Counter("deja_label_cost_usd", "Estimated cost of label model calls, from the price "
-                                  "table", ["model"], registry=r)
+        self.label_cost = Counter("deja_label_cost_usd", "USD of label model calls, by token kind at the price "
+                                  "table's rates", ["model"], registry=r)
         self.extra_audits = Counter("deja_extra_audits", "Audits beyond DEJA_AUDIT_RATE's share, by why they were "
                                     "drawn", ["reason"], registry=r)
         self.differences = Counter("deja_difference_decisions", "Decisions changed by a remembered difference",

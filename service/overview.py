@@ -15,7 +15,9 @@ from index.errors import store_errors
 from index.match.live_threshold import CONFIDENCE
 from index.match.outcome import Kind
 from index.records import Verdict
+from index.reuse.watch import NamespaceReuse
 from index.storage.schema import decisions
+from service.ledger import SavingsRow
 from service.runtime import Runtime
 from service.thresholds import NamespaceThreshold
 
@@ -37,13 +39,6 @@ class ApiTraffic:
 
     def rate(self, verdict: Verdict) -> float | None:
         return self.by_verdict.get(verdict.value, 0) / self.requests if self.requests else None
-
-
-@dataclass(frozen=True)
-class Savings:
-    model: str
-    tokens: float
-    cost_usd: float
 
 
 @dataclass(frozen=True)
@@ -80,12 +75,13 @@ class Overview:
     decision: str
     now: float
     traffic: tuple[ApiTraffic, ...]
-    savings: tuple[Savings, ...]
+    savings: tuple[SavingsRow, ...]
     namespaces: tuple[NamespaceRow, ...]
     tracks: tuple[ThresholdTrack, ...]
     timeline: tuple[Slice, ...]
     thresholds: tuple[NamespaceThreshold, ...] = ()
     confidence: float = CONFIDENCE
+    reuse: tuple[NamespaceReuse, ...] = ()
 
 
 def _counter_values(counter: Counter) -> Iterable[tuple[dict[str, str], float]]:
@@ -100,12 +96,6 @@ def _traffic(rt: Runtime) -> tuple[ApiTraffic, ...]:
     for labels, value in _counter_values(rt.metrics.requests):
         per_api.setdefault(labels["api"], {})[labels["verdict"]] = int(value)
     return tuple(ApiTraffic(api, counts) for api, counts in sorted(per_api.items()))
-
-
-def _savings(rt: Runtime) -> tuple[Savings, ...]:
-    tokens = {labels["model"]: value for labels, value in _counter_values(rt.metrics.tokens_saved)}
-    cost = {labels["model"]: value for labels, value in _counter_values(rt.metrics.cost_saved)}
-    return tuple(Savings(model, tokens.get(model, 0.0), cost.get(model, 0.0)) for model in sorted(tokens | cost))
 
 
 def _decision_counts(engine: Engine) -> dict[tuple[str, str], int]:
@@ -166,6 +156,7 @@ def read_overview(rt: Runtime) -> Overview:
     timeline = _timeline(rt.engine, now)
     since = timeline[0].start if timeline else now
     return Overview(budget=rt.budget.budget, decision=rt.policy.decision.value, now=now,
-                    traffic=_traffic(rt), savings=_savings(rt), namespaces=tuple(rows),
+                    traffic=_traffic(rt), savings=rt.ledger.rows(), namespaces=tuple(rows),
                     tracks=_threshold_tracks(rt, (r.namespace for r in rows), since, now), timeline=timeline,
-                    thresholds=tuple(rt.threshold_keeper.view()), confidence=rt.budget.confidence)
+                    thresholds=tuple(rt.threshold_keeper.view()), confidence=rt.budget.confidence,
+                    reuse=rt.reuse.report())

@@ -16,6 +16,7 @@ from service.admin_auth import SESSION_COOKIE, is_admin_token, new_session
 from service.deps import RuntimeDep, require_admin
 from service.errors import Unauthorized
 from service.overview import NamespaceRow, Overview, Slice, ThresholdTrack, read_overview
+from service.overview_savings import section as savings_section
 from service.overview_thresholds import section as thresholds_section
 from service.thresholds import NamespaceThreshold
 
@@ -74,12 +75,8 @@ def _traffic_table(overview: Overview) -> str:
         f"<tr><td>{_e(r.api)}</td><td>{r.requests}</td><td>{_pct(r.rate(Verdict.EXACT_HIT))}</td>"
         f"<td>{_pct(r.rate(Verdict.SEMANTIC_HIT))}</td><td>{_pct(r.rate(Verdict.COALESCED))}</td></tr>"
         for r in overview.traffic)
-    savings = "".join(f"<tr><td>{_e(s.model)}</td><td>{s.tokens:,.0f}</td><td>${s.cost_usd:,.6f}</td></tr>"
-                      for s in overview.savings)
     return ('<table id="traffic"><tr><th>API</th><th>requests</th><th>exact hits</th><th>semantic hits</th>'
-            f'<th>coalesced</th></tr>{rows}</table>'
-            '<h3>Saved by hits</h3><table id="savings"><tr><th>model</th><th>tokens</th><th>cost</th></tr>'
-            f'{savings or "<tr><td colspan=3>nothing yet</td></tr>"}</table>')
+            f'<th>coalesced</th></tr>{rows}</table>')
 
 
 def _budget_chart(rows: tuple[NamespaceThreshold, ...], budget: float, confidence: float) -> str:
@@ -189,6 +186,7 @@ def render(overview: Overview, nonce: str) -> str:
         '<a href="/deja/label">Label decisions</a></p>'
         "<h2>Traffic per API (this replica, since it started)</h2>"
         f"{_traffic_chart(overview)}{_traffic_table(overview)}"
+        f"{savings_section(overview.savings, overview.reuse)}"
         "<h2>The budget per namespace and kind</h2><p class=\"note\">Wrong ÷ served at the threshold in force, "
         f"as the learner reads it: the strip reaches its {overview.confidence:.0%} upper bound (green: within the "
         "budget, the budget holds; red: over), the dot is the estimate; dashed line: the budget.</p>"

@@ -31,6 +31,7 @@ from index.match.evidence import Aging
 from index.match.live_threshold import LearnerConfig
 from index.match.matcher import Matcher, NamespacePolicies
 from index.match.threshold_book import ThresholdBook
+from index.reuse.watch import ReuseWatch
 from index.search.hnsw import SemanticIndex
 from index.search.pgvector import PgVectorIndex, PgVectorParams
 from index.search.pgvector import check as check_pgvector
@@ -52,6 +53,7 @@ from service.credentials import credential_policy
 from service.dialects.base import UpstreamName
 from service.fairness import NamespaceGate, default_share
 from service.label_model import LabelModel
+from service.ledger import Ledger
 from service.metrics import Metrics
 from service.runtime_view import RuntimeView
 from service.settings import Settings
@@ -169,8 +171,11 @@ class Runtime:
                                                 lambda: self.thresholds.by_namespace, self.metrics)
         self.upstream = build_upstream(settings, settings.upstream_url, parts.transport)
         self.anthropic_upstream = build_upstream(settings, settings.anthropic_upstream_url, parts.transport)
+        # What hits save and labelling spends by token kind, at the price table's rates; what stops reuse.
+        self.ledger = Ledger(settings.price_table(), self.metrics)
+        self.reuse = ReuseWatch()
         self.label_model = None if settings.label_model is None else LabelModel(
-            settings.label_model, self.upstream, self.metrics, settings.prices_per_1k_tokens.get(settings.label_model))
+            settings.label_model, self.upstream, self.metrics, self.ledger)
         self.secret = settings.secret_bytes()
         self.credentials = credential_policy(settings)
         self.upkeep = Upkeep(UpkeepParts(settings, self.metrics, self.cache, self.maintainer, self.forgetting,

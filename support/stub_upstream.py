@@ -5,6 +5,7 @@ a different closing sentence each call, as a sampled model answers (`eval.answer
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 import time
@@ -38,6 +39,10 @@ class StubState:
     streams_finished: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    # The `usage` object each API path answers with instead of the shapes' own (non-stream answers, label calls
+    # included): a test sets cached tokens this way (`CACHED_USAGE` has one per API); `reset()` clears it.
+    usage: dict[str, dict[str, Any]] = field(default_factory=dict)
+
     responses: ResponsesApi = field(default_factory=ResponsesApi)
     # Label-judge calls (DEJA_LABEL_MODEL) are answered by this, by intent (`answers`) unless a test sets a rule.
     labels: LabelStub = field(default_factory=LabelStub)
@@ -62,6 +67,19 @@ def credential_tag(headers: Mapping[str, str]) -> str:
     return f"[credential: {' + '.join(sorted(found)) or 'none'}]"
 
 
+# Usage as each API reports it for a call whose prompt the provider's cache mostly served: 1,200 input tokens of
+# which 1,000 cached, 300 output (Anthropic: 200 fresh, 1,000 read from the cache, 100 written to it).
+CACHED_USAGE: dict[str, dict[str, Any]] = {
+    "/v1/chat/completions": {"prompt_tokens": 1200, "completion_tokens": 300, "total_tokens": 1500,
+                             "prompt_tokens_details": {"cached_tokens": 1000}},
+    "/v1/responses": {"input_tokens": 1200, "output_tokens": 300, "total_tokens": 1500,
+                      "input_tokens_details": {"cached_tokens": 1000},
+                      "output_tokens_details": {"reasoning_tokens": 0}},
+    "/v1/messages": {"input_tokens": 200, "output_tokens": 300, "cache_read_input_tokens": 1000,
+                     "cache_creation_input_tokens": 100},
+}
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     state: StubState
@@ -76,6 +94,9 @@ class _Handler(BaseHTTPRequestHandler):
             return len(self.state.calls)
 
     def _json(self, status: int, payload: Any) -> None:
+        usage = self.state.usage.get(self.path)
+        if status == 200 and usage is not None and isinstance(payload, dict) and "usage" in payload:
+            payload = {**payload, "usage": copy.deepcopy(usage)}
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -252,6 +273,7 @@ class StubUpstream:
             self.state.chunk_delay = 0.0
             self.state.streams_finished = 0
             self.state.labels = LabelStub()
+            self.state.usage = {}
 
 
-__all__ = ["StubState", "StubUpstream", "credential_tag", "intent_answer"]
+__all__ = ["CACHED_USAGE", "StubState", "StubUpstream", "credential_tag", "intent_answer"]

@@ -6,6 +6,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from sqlalchemy import (
@@ -28,6 +29,7 @@ from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from index import jsonio
 from index.embedding.embedder import BUNDLED_MODEL_ID, Vector
 from index.errors import StoreUnavailable, store_errors
+from index.pricing.usage import Usage
 from index.records import CacheEntry, StoredEntry
 from index.storage.schema import entries, tombstones
 
@@ -149,7 +151,23 @@ def _row_to_entry(row: Row[tuple[object, ...]]) -> StoredEntry:
         context_vector=_vector(m["context_vector"]),
         context_text=None if m["context_text"] is None else str(m["context_text"]),
         embedding_model=str(m["embedding_model"] or BUNDLED_MODEL_ID),
+        usage=_usage(m),
     )
+
+
+_USAGE_COLUMNS = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens")
+
+
+def _usage(m: Any) -> Usage | None:
+    counts = [m.get(name) for name in _USAGE_COLUMNS]
+    return None if all(c is None for c in counts) else Usage(*(int(c or 0) for c in counts))
+
+
+def _usage_values(usage: Usage | None) -> dict[str, int | None]:
+    if usage is None:
+        return dict.fromkeys(_USAGE_COLUMNS)
+    return {"input_tokens": usage.input_tokens, "cached_input_tokens": usage.cached_input_tokens,
+            "cache_write_tokens": usage.cache_write_tokens, "output_tokens": usage.output_tokens}
 
 
 # What a lookup reads of an entry (every column but the index vector), in `_tuple_to_entry`'s order.
@@ -222,6 +240,7 @@ class EntryStore:
             "created_at": entry.created_at,
             "expires_at": entry.expires_at,
             "hits": 0,
+            **_usage_values(entry.usage),
         }
         with store_errors("store entry"), self.engine.begin() as conn:
             try:

@@ -41,6 +41,11 @@ entries = Table(
     Column("hits", Integer, nullable=False, default=0),
     # The embedder whose vectors this row holds (NULL: the bundled MiniLM on torch, rows older than 0003).
     Column("embedding_model", String(200), nullable=True),
+    # What the upstream call cost, by token kind (migration 0014; NULL: stored before, or no usage reported).
+    Column("input_tokens", Integer, nullable=True),
+    Column("cached_input_tokens", Integer, nullable=True),
+    Column("cache_write_tokens", Integer, nullable=True),
+    Column("output_tokens", Integer, nullable=True),
     Index("ix_deja_entries_context", "context_key"),
     Index("ix_deja_entries_namespace_model", "namespace", "model"),
     Index("ix_deja_entries_created_at", "created_at"),

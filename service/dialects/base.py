@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
+from index.pricing.usage import Usage
 from index.request.keys import CanonicalRequest
 
 
@@ -84,6 +85,10 @@ class Dialect(Protocol):
 
     def tokens(self, answer: Mapping[str, Any]) -> int | None:
         """Tokens the answer cost upstream (input + output), for the tokens-saved metric."""
+        ...
+
+    def usage(self, answer: Mapping[str, Any]) -> Usage | None:
+        """What the call that gave `answer` cost upstream, by token kind (None: the answer reports no usage)."""
         ...
 
     def audit_body(self, body: Mapping[str, Any]) -> dict[str, Any]:

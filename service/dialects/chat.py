@@ -8,12 +8,24 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from index.pricing.usage import Usage, count
 from index.request.keys import CanonicalRequest, chat_request
 from service.dialects.base import Accumulator, UpstreamName
 from service.errors import error_body
 from service.labels import answer_text
 from service.requests import parse_chat_body
 from service.sse import StreamAccumulator, replay, storable_finish
+
+
+def openai_usage(usage: Any, input_name: str, output_name: str, details_name: str) -> Usage | None:
+    """OpenAI's usage (Chat: `prompt_tokens`, Responses: `input_tokens`): the input count includes the tokens its
+    prompt cache served (`<details>.cached_tokens`); writing that cache costs nothing extra."""
+    if not isinstance(usage, Mapping) or (input_name not in usage and output_name not in usage):
+        return None
+    details = usage.get(details_name)
+    prompt = count(usage.get(input_name))
+    cached = min(prompt, count(details.get("cached_tokens"))) if isinstance(details, Mapping) else 0
+    return Usage(input_tokens=prompt - cached, cached_input_tokens=cached, output_tokens=count(usage.get(output_name)))
 
 
 def openai_error(message: str, kind: str, param: str | None = None) -> dict[str, Any]:
@@ -90,6 +102,9 @@ class ChatDialect:
     def tokens(self, answer: Mapping[str, Any]) -> int | None:
         total = (answer.get("usage") or {}).get("total_tokens")
         return total if isinstance(total, int) else None
+
+    def usage(self, answer: Mapping[str, Any]) -> Usage | None:
+        return openai_usage(answer.get("usage"), "prompt_tokens", "completion_tokens", "prompt_tokens_details")
 
     def audit_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in body.items() if k != "stream_options"} | {"stream": False}

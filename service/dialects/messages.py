@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from index.pricing.usage import Usage, count
 from index.request.keys import CanonicalRequest
 from service.dialects.base import Accumulator, SseDecoder, UpstreamName, parse_data, sse, without_none
 from service.json_input import validate
@@ -136,6 +137,15 @@ class MessagesDialect:
                                          "cache_read_input_tokens")]
         numbers = [c for c in counts if isinstance(c, int)]
         return sum(numbers) if numbers else None
+
+    def usage(self, answer: Mapping[str, Any]) -> Usage | None:
+        """Anthropic's `input_tokens` excludes the cache's reads (`cache_read_input_tokens`) and writes
+        (`cache_creation_input_tokens`), each billed at a rate of its own."""
+        usage = answer.get("usage")
+        if not isinstance(usage, Mapping) or ("input_tokens" not in usage and "output_tokens" not in usage):
+            return None
+        return Usage(count(usage.get("input_tokens")), count(usage.get("cache_read_input_tokens")),
+                     count(usage.get("cache_creation_input_tokens")), count(usage.get("output_tokens")))
 
     def audit_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
         return {**body, "stream": False}

@@ -16,9 +16,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from index.pricing.usage import Usage
 from index.request.keys import CanonicalRequest, LookupMode
 from service.dialects.base import Accumulator, SseDecoder, UpstreamName, parse_data, sse, without_none
-from service.dialects.chat import openai_error
+from service.dialects.chat import openai_error, openai_usage
 from service.json_input import validate
 
 # Fields that never change the answer: transport, storage flags, attribution, upstream prompt-cache hints.
@@ -147,6 +148,9 @@ class ResponsesDialect:
     def tokens(self, answer: Mapping[str, Any]) -> int | None:
         total = (answer.get("usage") or {}).get("total_tokens")
         return total if isinstance(total, int) else None
+
+    def usage(self, answer: Mapping[str, Any]) -> Usage | None:
+        return openai_usage(answer.get("usage"), "input_tokens", "output_tokens", "input_tokens_details")
 
     def audit_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
         # An audit must not leave a second stored response upstream.

@@ -89,7 +89,7 @@ def test_metrics_expose_verdicts_stages_and_savings(gateway: GatewayProcess) -> 
                    'deja_requests_total{api="chat",verdict="hit-semantic"}',
                    'deja_requests_total{api="chat",verdict="miss"}', 'deja_stage_seconds_count{stage="embed"}',
                    'deja_stage_seconds_count{stage="upstream"}', 'deja_stage_seconds_count{stage="decide"}',
-                   'deja_tokens_saved_total{model="gpt-4o-mini"} 30.0', "deja_cost_saved_usd_total",
+                   'deja_tokens_saved_total{model="gpt-4o-mini"} 30.0', "deja_saved_usd_total",
                    "deja_estimated_false_hit_rate", "deja_entries"):
         assert series in text, series
 

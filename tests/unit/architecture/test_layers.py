@@ -17,8 +17,10 @@ PACKAGES = ("index", "service", "eval")
 INDEX_LAYERS = (
     ("index.errors", "index.jsonio"),
     ("index.embedding",),
+    ("index.pricing",),
     ("index.records",),
     ("index.request",),
+    ("index.reuse",),
     ("index.guards",),
     ("index.match",),
     ("index.search",),

@@ -139,8 +139,9 @@ async def test_a_label_model_labels_audits_and_agreeing_wrong_hits_veto_their_di
                         "cached_answer": "answer 1 to: archive old slack channel",
                         "fresh_answer": "answer 2 to: archive old slack thread"}
         assert await gw.metric('deja_label_calls_total{outcome="labelled"}') == 3
+        # Each label call's 10 prompt and 5 completion tokens at gpt-4o-mini's rates (USD per 1M tokens).
         assert await gw.metric('deja_label_cost_usd_total{model="gpt-4o-mini"}') == pytest.approx(
-            3 * 15 / 1000 * 0.000375)
+            3 * (10 * 0.15 + 5 * 0.60) / 1e6)
 
         await gw.upkeep()
         report = (await gw.client.get("/deja/budget", headers=ADMIN)).json()

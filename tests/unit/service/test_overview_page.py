@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from service.overview import ApiTraffic, NamespaceRow, Overview, Savings, Slice, ThresholdTrack
+from index.pricing.usage import Usage
+from service.ledger import Account, SavingsRow
+from service.overview import ApiTraffic, NamespaceRow, Overview, Slice, ThresholdTrack
 from service.overview_page import render
 from service.thresholds import BandRow, NamespaceThreshold
 
 HOSTILE = '<script>alert("x")</script>'
+SAVED = SavingsRow(Account(HOSTILE, HOSTILE, HOSTILE), 2, Usage(20, 0, 0, 10), 0.01, Usage(), 0.0, Usage(5, 0, 0, 1))
 
 
 def overview(**changes: object) -> Overview:
     base: dict[str, object] = dict(
         budget=0.02, decision="guarded", now=1_000.0,
-        traffic=(ApiTraffic(HOSTILE, {"hit-exact": 2, "miss": 2}),), savings=(Savings(HOSTILE, 30, 0.01),),
+        traffic=(ApiTraffic(HOSTILE, {"hit-exact": 2, "miss": 2}),), savings=(SAVED,),
         namespaces=(NamespaceRow(HOSTILE, HOSTILE, 3, 1, 1, 1),),
         tracks=(ThresholdTrack(HOSTILE, ((0.0, 0.92), (500.0, 0.96), (1_000.0, 0.96))),),
         timeline=(Slice(0.0, 500.0, 1, 2), Slice(500.0, 1_000.0, 0, 1)))
@@ -63,3 +66,14 @@ def test_the_budget_is_drawn_as_the_learners_statistic_per_namespace_and_kind() 
     assert '<svg id="chart-budget"' in page and "ns-a · cosine" in page and "80% upper bound" in page
     assert 'fill="#ef9a9a"><title>upper bound 3.1%</title>' in page  # over the budget: red
     assert "bar" not in page.lower()  # the word names nothing on the page
+
+
+def test_savings_by_kind_the_provider_cache_and_reuse_findings_are_drawn_and_escaped() -> None:
+    from index.reuse.watch import Finding, NamespaceReuse, Obstacle
+
+    finding = Finding(Obstacle.VARYING_SYSTEM_PROMPT, 200, 1.0, 200, HOSTILE, HOSTILE)
+    unpriced = SavingsRow(Account("ns", "chat", "x"), 1, Usage(1, 0, 0, 1), None, Usage(), 0.0, Usage())
+    page = render(overview(savings=(SAVED, unpriced), reuse=(NamespaceReuse(HOSTILE, 200, (finding,)),)), "n")
+    assert "<script" not in page
+    assert '<table id="savings">' in page and "no price" in page and '<table id="provider-cache">' in page
+    assert "<td>varying_system_prompt</td>" in page and "<td>100.0%</td><td>200 of 200</td>" in page

@@ -61,3 +61,12 @@ async def test_a_semantic_hit_names_the_embedding_the_search_and_the_decision(gw
     assert {"auth", "parse", "key", "exact", "pool", "embed", "search", "fetch", "decide", "log", "respond",
             "total"} <= set(timed)
     assert _disjoint_within_total(timed)
+
+
+async def test_a_miss_names_the_lookups_stages_before_the_upstream_call(gw: InProcessGateway) -> None:
+    await gw.chat(PROMPT)
+    miss = await gw.chat("what is the capital city of peru")
+    assert miss.headers["x-deja-cache"] == "miss"
+    timed = stages(miss.headers["server-timing"])
+    assert {"auth", "parse", "key", "exact", "embed", "search", "log"} <= set(timed)
+    assert "respond" not in timed and all(ms >= 0 for ms in timed.values())

@@ -1,0 +1,1 @@
+"""What upstream calls cost: token usage by kind (`usage`) and the per-model price table (`prices`)."""
