@@ -32,6 +32,7 @@ from service.errors import BadRequest, NotFound, TooManyRequests, UpstreamError,
 from service.exchange import Exchange, read_body
 from service.fairness import BUSY_REASON, LARGE_BODY_BYTES
 from service.labelling import Labelling
+from service.ledger import Account
 from service.observer import Observer, deja_headers, server_timing
 from service.requests import parse_cache_control
 from service.runtime import Runtime
@@ -154,10 +155,12 @@ class Gateway:
         body = dialect.parse(raw)
         directives = parse_cache_control(request.headers.get("cache-control"))
         parsed = time.perf_counter()
-        key = key_for(namespace or "", dialect.canonical(body, request.headers), self.rt.policy.context_match,
-                      self.rt.policy.max_decision_chars)
+        canonical = dialect.canonical(body, request.headers)
+        key = key_for(namespace or "", canonical, self.rt.policy.context_match, self.rt.policy.max_decision_chars)
         if namespace is None:  # never file an answer under "nobody": every such caller would share it
             key = dataclasses.replace(key, mode=LookupMode.BYPASS, mode_reason=NO_CREDENTIAL)
+        else:  # what stops reuse: the request's shape, never its text
+            self.rt.reuse.observe(namespace, canonical)
         keyed = time.perf_counter()
         timings = {"auth": (started - arrived) * 1000, "parse": (parsed - started) * 1000,
                    "key": (keyed - parsed) * 1000}
@@ -201,13 +204,9 @@ class Gateway:
         metrics.requests.labels(exchange.dialect.name, lookup.verdict.value).inc()
         self.observer.time(exchange, lookup.verdict)
         self.rt.maintainer.touch(cached.entry_id)
-        tokens = exchange.dialect.tokens(cached.body)
-        if tokens is not None:
-            model = exchange.key.model
-            metrics.tokens_saved.labels(model).inc(tokens)
-            price = self.rt.settings.prices_per_1k_tokens.get(model)
-            if price:
-                metrics.cost_saved.labels(model).inc(tokens / 1000 * price)
+        usage = exchange.dialect.usage(cached.body)
+        if usage is not None:  # the upstream call this hit replaced would have cost what the stored one did
+            self.rt.ledger.saved(_account(exchange), usage)
 
     async def _send(self, exchange: Exchange) -> httpx.Response:
         started = time.perf_counter()
@@ -222,7 +221,9 @@ class Gateway:
         response = await self._send(exchange)
         content = await self.rt.upstream_for(exchange.dialect.upstream).read(response)
         if response.status_code == 200:
-            answer = exchange.dialect.stored_answer(_upstream_json(content, exchange))
+            body = _upstream_json(content, exchange)
+            self._forwarded(exchange, body)
+            answer = exchange.dialect.stored_answer(body)
             if answer is not None and exchange.storable and self._worth_storing(exchange, answer):
                 self.labelling.near_miss(exchange, answer, lookup)
                 entry_id = await self._store(exchange, answer, lookup)
@@ -265,9 +266,13 @@ class Gateway:
             async with aclosing(upstream.stream(response)) as chunks:
                 async for chunk in chunks:
                     accumulator.feed(chunk)
-                    if not stored and accumulator.complete and exchange.storable:
+                    if not stored and accumulator.complete:
                         stored = True
                         answer = accumulator.answer()
+                        self._forwarded(exchange, answer)
+                        if not exchange.storable:
+                            yield chunk
+                            continue
                         if not self._worth_storing(exchange, answer):
                             yield chunk
                             continue
@@ -288,6 +293,12 @@ class Gateway:
                 flight.settle(None)
             self.observer.time(exchange, exchange.forward_verdict)
 
+    def _forwarded(self, exchange: Exchange, answer: Any) -> None:
+        """What the forwarded call cost, by kind (the provider's prompt-cache share among it)."""
+        usage = exchange.dialect.usage(answer) if isinstance(answer, dict) else None
+        if usage is not None:
+            self.rt.ledger.forwarded(_account(exchange), usage)
+
     def _worth_storing(self, exchange: Exchange, answer: dict[str, Any]) -> bool:
         """A refusal, an empty answer or one of only failed tools is relayed, never stored (unless
         `DEJA_STORE_REFUSALS`): served again for a whole TTL, it would repeat a failure as if it were the answer."""
@@ -301,7 +312,7 @@ class Gateway:
         vector: QueryVectors | None = lookup.vector
         try:
             return await run_in_threadpool(self.cache.store_answer, exchange.key, answer, vector,
-                                           exchange.directives.max_age)
+                                           exchange.directives.max_age, exchange.dialect.usage(answer))
         except (OSError, ValueError, RuntimeError) as exc:  # a failed cache write never fails the response
             log.warning("answer not cached (request %s): %s", exchange.request_id, exc)
             return None
@@ -327,6 +338,10 @@ class Gateway:
 
         return StreamingResponse(body(), status_code=response.status_code,
                                  headers={**response_headers(response.headers), "X-Deja-Cache": "bypass"})
+
+
+def _account(exchange: Exchange) -> Account:
+    return Account(exchange.key.namespace, exchange.dialect.name, exchange.key.model)
 
 
 def _upstream_json(content: bytes, exchange: Exchange) -> Any:
