@@ -12,16 +12,12 @@ vCache's open-source `VerifiedDecisionPolicy`; written here from its description
 from __future__ import annotations
 
 import random
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from statistics import NormalDist
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import expit
-from scipy.stats import norm
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression
 
 from eval.datasets import StreamRequest
 from eval.metrics import Tally, rate
@@ -45,6 +41,12 @@ SEPARABLE_VARIANCE = {
     41: 0.00872, 42: 0.010005, 43: 0.01199, 44: 0.00977, 45: 0.01891, 46: 0.01513, 47: 0.02109, 48: 0.01531,
 }
 Floats = npt.NDArray[np.float64]
+# The fit stops as scikit-learn's lbfgs with tol=1e-8 does (no gradient entry of the mean log-loss above
+# FIT_TOLERANCE) or after FIT_ITERATIONS Newton steps; separable labels reach the tolerance as the weights grow.
+FIT_TOLERANCE = 1e-8
+FIT_ITERATIONS = 1000
+# The normal quantiles at 1 - epsilon over the grid (scipy's norm.ppf), fixed for the module's life.
+UPPER_QUANTILES = np.array([NormalDist().inv_cdf(1.0 - e) for e in EPSILON_GRID])
 
 
 @dataclass(frozen=True)
@@ -60,21 +62,52 @@ def fit_threshold(similarities: Sequence[float], labels: Sequence[bool]) -> Thre
     """Unpenalised logistic regression of the label on the similarity; t_hat = -intercept / gamma."""
     x = np.column_stack([np.ones(len(similarities)), np.asarray(similarities, dtype=np.float64)])
     y = np.asarray(labels, dtype=np.int64)
-    # C=inf: no penalty, as vCache fits it.
-    model = LogisticRegression(C=np.inf, solver="lbfgs", tol=1e-8, max_iter=1000, fit_intercept=False)
-    with warnings.catch_warnings():
-        # Separable labels drive the unpenalised weights up until max_iter; that is expected here.
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model.fit(x, y)
-    intercept, gamma = (float(v) for v in model.coef_[0])
+    weights = logistic_fit(x, y)  # no penalty, the intercept a column of x: as vCache fits it
+    intercept, gamma = (float(v) for v in weights)
     gamma = max(gamma, 1e-6)
     t_hat = float(np.clip(-intercept / gamma, 0.0, 1.0))
     separable = bool(x[y == 1, 1].min() > x[y == 0, 1].max())
     if separable:
         variance = SEPARABLE_VARIANCE.get(len(y), SEPARABLE_VARIANCE[max(SEPARABLE_VARIANCE)])
     else:
-        variance = _delta_method_variance(model.predict_proba(x)[:, 1], x, intercept, gamma)
+        variance = _delta_method_variance(sigmoid(x @ weights), x, intercept, gamma)
     return ThresholdFit(round(t_hat, 3), round(gamma, 3), variance)
+
+
+def logistic_fit(x: Floats, y: npt.NDArray[np.int64]) -> Floats:
+    """Weights of an unpenalised logistic regression of `y` on the columns of `x` (maximum likelihood by Newton's
+    method with a halving line search), as scikit-learn's LogisticRegression(C=inf, fit_intercept=False)."""
+    weights = np.zeros(x.shape[1])
+    loss = _log_loss(x, y, weights)
+    for _ in range(FIT_ITERATIONS):
+        p = sigmoid(x @ weights)
+        gradient = x.T @ (p - y) / len(y)
+        if float(np.max(np.abs(gradient))) <= FIT_TOLERANCE:
+            break
+        hessian = x.T @ ((p * (1.0 - p))[:, None] * x) / len(y)
+        step = np.linalg.lstsq(hessian, gradient, rcond=None)[0]
+        for _ in range(60):  # the full Newton step, else halved until the loss falls
+            candidate = weights - step
+            candidate_loss = _log_loss(x, y, candidate)
+            if candidate_loss <= loss:
+                break
+            step = step / 2.0
+        else:
+            break  # no step lowers the loss: the weights are as good as floats make them
+        weights, loss = candidate, candidate_loss
+    return weights
+
+
+def _log_loss(x: Floats, y: npt.NDArray[np.int64], weights: Floats) -> float:
+    z = x @ weights
+    # log(1 + e^z) - y z, without overflow: logaddexp(0, z).
+    return float(np.mean(np.logaddexp(0.0, z) - y * z))
+
+
+def sigmoid(z: Floats) -> Floats:
+    """1 / (1 + e^-z) elementwise, without overflow (scipy's expit)."""
+    e = np.exp(-np.abs(z))
+    return np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
 def _delta_method_variance(p: Floats, x: Floats, intercept: float, gamma: float) -> float:
@@ -90,9 +123,8 @@ def _delta_method_variance(p: Floats, x: Floats, intercept: float, gamma: float)
 
 def explore_probability(similarity: float, fit: ThresholdFit, delta: float) -> float:
     """tau: the probability of sending the request upstream instead of serving the entry (<= 0: serve)."""
-    quantiles = norm.ppf(1 - EPSILON_GRID)
-    t_primes = np.clip(fit.t_hat + quantiles * np.sqrt(fit.variance), 0.0, 1.0)
-    correct_lower = (1 - EPSILON_GRID) * expit(fit.gamma * (round(similarity, 3) - t_primes))
+    t_primes = np.clip(fit.t_hat + UPPER_QUANTILES * np.sqrt(fit.variance), 0.0, 1.0)
+    correct_lower = (1 - EPSILON_GRID) * sigmoid(fit.gamma * (round(similarity, 3) - t_primes))
     taus = 1 - delta / (1 - correct_lower)
     return round(float(np.min(taus)), 5)
 
