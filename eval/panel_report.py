@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.panel import DEFAULT, PanelReport, PanelRow
-from eval.report import html_table
+from eval.report import PLOTS_MISSING, html_table, plots_available
 from eval.tables import TableData, pct
 
 
@@ -66,7 +66,10 @@ def to_json(report: PanelReport) -> str:
 
 def plot_png(report: PanelReport) -> bytes:
     """Bars of wrong / served per source (each contender a bar; the target a tick), and correct beside it."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise ImportError(PLOTS_MISSING) from exc
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -103,12 +106,15 @@ def _pct(cell: Any, what: str) -> float:
     return 0.0 if value is None else 100.0 * value
 
 
-def html_page(report: PanelReport, png: bytes) -> str:
+def html_page(report: PanelReport, png: bytes | None) -> str:
     body = ["<h1>Deja source panel</h1>"]
     body += [f"<p>{html.escape(line)}</p>" for line in verdict_lines(report)]
     body.append(html_table(panel_table(report)))
-    encoded = base64.b64encode(png).decode("ascii")
-    body.append(f'<img alt="wrong ÷ served and correct per source" src="data:image/png;base64,{encoded}">')
+    if png is None:
+        body.append(f"<p>{html.escape(PLOTS_MISSING)}</p>")
+    else:
+        encoded = base64.b64encode(png).decode("ascii")
+        body.append(f'<img alt="wrong ÷ served and correct per source" src="data:image/png;base64,{encoded}">')
     style = ("body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0;"
              "font-size:90%}th,td{border:1px solid #ccc;padding:2px 6px}td{text-align:right}"
              "td:first-child{text-align:left}img{max-width:100%}")
@@ -117,11 +123,13 @@ def html_page(report: PanelReport, png: bytes) -> str:
 
 
 def write_outputs(report: PanelReport, out_dir: Path) -> list[Path]:
-    """panel.json, panel.png and panel.html in `out_dir` (created if needed)."""
+    """panel.json, panel.png and panel.html in `out_dir` (created if needed); without the plots extra, no
+    panel.png (the page says why)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    png = plot_png(report)
-    paths = [out_dir / "panel.json", out_dir / "panel.png", out_dir / "panel.html"]
-    paths[0].write_text(to_json(report) + "\n", encoding="utf-8")
-    paths[1].write_bytes(png)
-    paths[2].write_text(html_page(report, png), encoding="utf-8")
-    return paths
+    png = plot_png(report) if plots_available() else None
+    json_path, png_path, html_path = out_dir / "panel.json", out_dir / "panel.png", out_dir / "panel.html"
+    json_path.write_text(to_json(report) + "\n", encoding="utf-8")
+    if png is not None:
+        png_path.write_bytes(png)
+    html_path.write_text(html_page(report, png), encoding="utf-8")
+    return [json_path, *([png_path] if png is not None else []), html_path]

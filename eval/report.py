@@ -6,6 +6,7 @@ import base64
 import csv
 import dataclasses
 import html
+import importlib.util
 import io
 import json
 from collections.abc import Sequence
@@ -60,9 +61,20 @@ def write_csv(report: SweepReport, path: Path) -> None:
         writer.writerows({k: "" if v is None else v for k, v in row.items()} for row in rows)
 
 
+PLOTS_MISSING = "no plot: plotting needs matplotlib, the plots extra: pip install 'deja[plots]'"
+
+
+def plots_available() -> bool:
+    """Whether matplotlib (the `plots` extra) is installed: without it reports are written without their plot."""
+    return importlib.util.find_spec("matplotlib") is not None
+
+
 def plot_png(report: SweepReport, target: float | None = None) -> bytes:
     """Hit rate and per-kind false-hit rates against threshold, one panel per stage set (Agg, no pyplot)."""
-    from matplotlib.figure import Figure
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise ImportError(PLOTS_MISSING) from exc
 
     panels = max(1, len(report.sweeps))
     fig = Figure(figsize=(6.4 * panels, 4.4), layout="constrained")
@@ -100,13 +112,17 @@ def _y(value: float | None) -> float:
     return float("nan") if value is None else 100.0 * value
 
 
-def html_page(report: SweepReport, png: bytes) -> str:
-    """One self-contained page: summary, threshold choices, tables and the plot inlined as base64."""
+def html_page(report: SweepReport, png: bytes | None) -> str:
+    """One self-contained page: summary, threshold choices, tables and the plot inlined as base64 (a line
+    naming the plots extra instead when `png` is None)."""
     body = [f"<h1>Deja threshold sweep</h1><p>{html.escape(summary_line(report))}</p>"]
     body += [f"<p><b>{html.escape(choice_line(choice))}</b></p>" for choice in report.choices]
     body += [html_table(table) for table in sweep_tables(report)]
-    encoded = base64.b64encode(png).decode("ascii")
-    body.append(f'<img alt="hit and false-hit rates by threshold" src="data:image/png;base64,{encoded}">')
+    if png is None:
+        body.append(f"<p>{html.escape(PLOTS_MISSING)}</p>")
+    else:
+        encoded = base64.b64encode(png).decode("ascii")
+        body.append(f'<img alt="hit and false-hit rates by threshold" src="data:image/png;base64,{encoded}">')
     style = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:80em}"
              "table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:2px 8px}"
              "td{text-align:right}td:first-child{text-align:left}img{max-width:100%}")
@@ -125,12 +141,14 @@ def _cell(text: str) -> str:
 
 
 def write_outputs(report: SweepReport, out_dir: Path, target: float | None = None) -> Sequence[Path]:
-    """Write sweep.csv, sweep.json, sweep.png and sweep.html into `out_dir` (created if needed)."""
+    """Write sweep.csv, sweep.json, sweep.png and sweep.html into `out_dir` (created if needed); without the plots
+    extra, no sweep.png (the page says why)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / f"sweep.{ext}" for ext in ("csv", "json", "png", "html")]
-    write_csv(report, paths[0])
-    paths[1].write_text(to_json(report) + "\n", encoding="utf-8")
-    png = plot_png(report, target)
-    paths[2].write_bytes(png)
-    paths[3].write_text(html_page(report, png), encoding="utf-8")
-    return paths
+    csv_path, json_path, png_path, html_path = (out_dir / f"sweep.{ext}" for ext in ("csv", "json", "png", "html"))
+    write_csv(report, csv_path)
+    json_path.write_text(to_json(report) + "\n", encoding="utf-8")
+    png = plot_png(report, target) if plots_available() else None
+    if png is not None:
+        png_path.write_bytes(png)
+    html_path.write_text(html_page(report, png), encoding="utf-8")
+    return [csv_path, json_path, *([png_path] if png is not None else []), html_path]

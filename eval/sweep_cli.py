@@ -183,7 +183,7 @@ def _sweep_traffic(source: _TrafficSource, config: SweepConfig, output: _Output)
         reason = (str(exc).splitlines() or [type(exc).__name__])[0]  # driver errors run over several lines
         _fail(f"cannot use the decision log at {display_url(source.url)}: {reason}")
     if not labeled:
-        _err().print("note: no labelled decisions yet; labels come from shadows of near-misses, audits of "
+        _err().print("note: no labelled decisions yet; labels come from shadows of near misses, audits of "
                      "DEJA_AUDIT_RATE of semantic hits, feedback and the labelling page", markup=False)
     if output.out is not None:
         for item in report.sweeps:
@@ -216,7 +216,7 @@ def _stage_sets(chosen: tuple[Stage, ...], compare: bool) -> tuple[tuple[Stage, 
 
 
 def _write_files(report: SweepReport, out: Path, target: float | None) -> None:
-    from eval.report import write_outputs
+    from eval.report import PLOTS_MISSING, plots_available, write_outputs
 
     try:
         paths = write_outputs(report, out, target)
@@ -224,6 +224,8 @@ def _write_files(report: SweepReport, out: Path, target: float | None) -> None:
         _fail(f"cannot write to {out}: {exc.strerror or exc}")
     for path in paths:
         _err().print(f"wrote {path}", markup=False)
+    if not plots_available():
+        _err().print(f"note: {PLOTS_MISSING}", markup=False)
 
 
 def _print_sweep(report: SweepReport, notes: Sequence[str] = ()) -> None:

@@ -61,8 +61,12 @@ class MiniLMEmbedder:
     def __init__(self, model_path: Path | None = None, threads: int | None = None) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        import torch
-        from sentence_transformers import SentenceTransformer
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:  # the default ONNX embedder needs neither; this one is an extra
+            raise ImportError(f"the torch embedder needs torch and sentence-transformers ({exc.name} is missing): "
+                              "pip install 'deja[torch]'") from exc
 
         if threads:
             torch.set_num_threads(threads)
