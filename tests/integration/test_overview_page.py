@@ -77,8 +77,10 @@ def test_overview_shows_traffic_budget_and_thresholds_in_chromium(gateway: Gatew
         traffic = {row[0]: row for row in _rows(driver, "traffic")}
         assert traffic["chat"][1] == "5" and traffic["chat"][2:4] == ["20.0%", "40.0%"]
         assert traffic["messages"][1] == "2" and traffic["messages"][3] == "50.0%"
-        savings = {row[0]: row for row in _rows(driver, "savings")}
-        assert savings["gpt-4o-mini"][1] == "45"  # three hits of the stub's 15 tokens
+        savings = {(row[1], row[2]): row for row in _rows(driver, "savings")}
+        # three hits of the stub's 10 input and 5 output tokens each, at gpt-4o-mini's rates
+        assert savings[("chat", "gpt-4o-mini")][3:8] == ["3", "30", "0", "0", "15"]
+        assert savings[("chat", "gpt-4o-mini")][8] == f"${3 * (10 * 0.15 + 5 * 0.60) / 1e6:,.6f}"
         budget = {(row[1], row[5]): row for row in _rows(driver, "namespaces")}
         wrong = budget[("chat", "2")]
         assert wrong[3:6] == ["2", "2", "2"]  # served, audited, wrong
