@@ -35,7 +35,7 @@ class DifferenceView(BaseModel):
     b: str
     same: bool  # what the evidence says: False while wrong labels outweigh right ones
     wrong: float  # weight of wrong labels (a wrong served hit), decayed to now
-    right: float  # weight of right labels (a right near-miss), decayed to now
+    right: float  # weight of right labels (a right near miss), decayed to now
     labels: int  # labels counted, undecayed
     vetoes: bool  # wrong - right reaches DEJA_DIFFERENCE_MIN_LABELS: such candidates are not served
     changed: int  # later decisions this difference changed on this replica

@@ -30,6 +30,6 @@ def teach(rt: Runtime, decision: DecisionRecord, correct: bool) -> None:
 
 
 def teach_case(rt: Runtime, case: LabelCase, same: bool, weight: float = 1.0) -> None:
-    """What a label teaches (`index.match.labelling.teach`: a wrong served hit or a right near-miss is one label
+    """What a label teaches (`index.match.labelling.teach`: a wrong served hit or a right near miss is one label
     of its difference); the live budget reads the labels themselves from the decision log."""
     labelling.teach(rt.differences, case, same, weight)

@@ -1,8 +1,8 @@
-"""Background labelers: shadow labels on near-misses and sampled audits of semantic hits. Neither delays a
+"""Background labelers: shadow labels on near misses and sampled audits of semantic hits. Neither delays a
 response: both run as background tasks, audits with bounded concurrency (skipped, not queued, when full). A label
 compares the two answers against how much the upstream's own answers vary (`index.match.answers`: an audit re-asks
 twice, and the namespace keeps a baseline of fresh-vs-fresh similarity), or, with `DEJA_LABEL_MODEL`, is the label
-model's verdict (`service.label_model`), weighted by its error rate; a wrong hit or a right near-miss is one label
+model's verdict (`service.label_model`), weighted by its error rate; a wrong hit or a right near miss is one label
 of its difference (`index.match.differences`). Who labels, when a shadow asks again and what a label teaches are
 `index.match.labelling`'s rules; this module does the I/O."""
 
@@ -72,7 +72,7 @@ class Labeler:
         label_model = self.rt.label_model if self.rules.by_label_model(source is LabelSource.AUDIT) else None
         if label_model is None and self.rt.label_model is not None:
             # Over the hour's allowance: this shadow is labelled by answer comparison instead.
-            self.rt.metrics.label_calls.labels("over_ceiling").inc()
+            self.rt.metrics.label_calls.labels("over_allowance").inc()
         if label_model is not None:
             same = await label_model.same(case, cached, fresh, headers, account)
             if same is None:

@@ -1,4 +1,4 @@
-"""Free labels: compare a fresh upstream answer with the cached one (shadow on near-misses, sampled audits
+"""Free labels: compare a fresh upstream answer with the cached one (shadow on near misses, sampled audits
 on hits). The comparison, aware of how much the upstream's answers vary, is `index.match.answers`."""
 
 from __future__ import annotations

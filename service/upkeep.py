@@ -146,7 +146,7 @@ class Upkeep:
         for source, tally in counts.items():
             for verdict, n in tally.items():
                 p.metrics.labels.labels(source, verdict).set(n)
-            if source not in ("shadow", "explore"):  # these label near-misses and would-be hits, not served hits
+            if source not in ("shadow", "explore"):  # these label near misses and would-be hits, not served hits
                 judged += tally["correct"] + tally["wrong"]
                 wrong += tally["wrong"]
         p.metrics.false_hit_rate.set(wrong / judged if judged else 0.0)

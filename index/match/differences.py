@@ -1,4 +1,4 @@
-"""A label generalises to its difference: when a served hit is labelled wrong (or a near-miss right), what differed
+"""A label generalises to its difference: when a served hit is labelled wrong (or a near miss right), what differed
 between the two prompts (the aligned word spans, e.g. "pin" <-> "unpin") is evidence for the namespace. Evidence,
 not anecdote: each label counts with its labeller's weight (1 - 2 x its error rate), right labels count against
 wrong ones, every count halves each `half_life` seconds, and a difference vetoes a later candidate only while its
@@ -62,7 +62,7 @@ def pairs_from_key(key: str) -> frozenset[Pair]:
 
 @dataclass(frozen=True)
 class DifferenceLabel:
-    """One label of a difference: `same` True for a right near-miss, False for a wrong hit; `weight` in [0, 1]."""
+    """One label of a difference: `same` True for a right near miss, False for a wrong hit; `weight` in [0, 1]."""
 
     namespace: str
     pairs: frozenset[Pair]

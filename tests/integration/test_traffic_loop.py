@@ -79,7 +79,7 @@ def test_replayed_traffic_is_labelled_by_shadows_and_audits(loop: Loop) -> None:
     by_source = Counter((item.source, item.correct) for item in labeled)
     assert all(by_source[source, correct] > 0 for source in (LabelSource.AUDIT, LabelSource.SHADOW)
                for correct in (True, False)), by_source
-    # Audits re-ask served semantic hits; shadows compare near-misses that went upstream anyway.
+    # Audits re-ask served semantic hits; shadows compare near misses that went upstream anyway.
     assert {item.decision.verdict for item in labeled if item.source is LabelSource.AUDIT} == {"hit-semantic"}
     assert {item.decision.verdict for item in labeled if item.source is LabelSource.SHADOW} == {"miss"}
     assert min(item.decision.similarity for item in labeled) < LOOSE_MIN_SIMILARITY

@@ -173,9 +173,9 @@ async def test_a_label_reply_that_is_not_a_verdict_gives_no_label(tmp_path: Path
 
 
 @pytest.mark.asyncio
-async def test_over_the_hourly_ceiling_a_shadow_is_compared_by_answers_and_unknown_variation_teaches_nothing(
+async def test_over_the_hourly_allowance_a_shadow_is_compared_by_answers_and_unknown_variation_teaches_nothing(
         tmp_path: Path) -> None:
-    # The default decision: the near-miss below its cosine threshold is what gets shadow-labelled.
+    # The default decision: the near miss below its cosine threshold is what gets shadow-labelled.
     async with inprocess_gateway(tmp_path, label_model="label-llm", audit_calls_per_hour=0) as gw:
         await gw.chat("how do i reset my password")
         near = await gw.chat("how do i reset my password please now")
@@ -185,4 +185,4 @@ async def test_over_the_hourly_ceiling_a_shadow_is_compared_by_answers_and_unkno
         assert _labels(gw, LabelSource.SHADOW) == []
         assert gw.upstream.labels.calls == []
         assert gw.runtime.metrics.registry.get_sample_value(
-            "deja_label_calls_total", {"outcome": "over_ceiling"}) == 1
+            "deja_label_calls_total", {"outcome": "over_allowance"}) == 1

@@ -130,7 +130,7 @@ def test_audits_are_denser_where_they_teach_most(facts: HitFacts, u: float, expe
     assert AuditSampler(0.01, 100, clock=lambda: 0.0).draw(facts, u) == expected
 
 
-def test_extra_audits_stop_at_the_hourly_ceiling_and_base_ones_do_not() -> None:
+def test_extra_audits_stop_at_the_hourly_allowance_and_base_ones_do_not() -> None:
     now = [0.0]
     sampler = AuditSampler(0.01, 2, clock=lambda: now[0])
     over = _facts(over_budget=True)
