@@ -160,7 +160,7 @@ class Gateway:
         if namespace is None:  # never file an answer under "nobody": every such caller would share it
             key = dataclasses.replace(key, mode=LookupMode.BYPASS, mode_reason=NO_CREDENTIAL)
         else:  # what stops reuse: the request's shape, never its text
-            self.rt.reuse.observe(namespace, canonical)
+            self.rt.reuse.observe(namespace, canonical, key.exact)
         keyed = time.perf_counter()
         timings = {"auth": (started - arrived) * 1000, "parse": (parsed - started) * 1000,
                    "key": (keyed - parsed) * 1000}

@@ -1,7 +1,8 @@
 """A request's shape as the reuse report reads it: hashes only, no prompt text. The system prompt (or
-instructions) is fingerprinted twice, as sent and with its volatile spans (dates, times, ids, uuids, numbers,
-names after "name is"/"user:") masked, and each masked span keeps its kind, its place and a hash of its value: two
-requests whose masked prompts agree differ only by such spans."""
+instructions) is fingerprinted twice, as sent and with its volatile spans masked (uuids, timestamps, dates, times,
+numbers, ids: any run that holds a digit; a capitalised name after "name is" or "user:"), and each masked span
+keeps its kind, its place and a hash of its value: two requests whose masked prompts agree differ only by such
+spans."""
 
 from __future__ import annotations
 
@@ -19,18 +20,22 @@ from index.request.keys import CanonicalRequest
 SAMPLING = ("temperature", "top_p", "top_k", "seed", "frequency_penalty", "presence_penalty", "max_tokens",
             "max_completion_tokens", "max_output_tokens", "reasoning_effort", "n")
 UNSET = "unset"
-_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?"
-# Most specific first: a timestamp is not read as a date and a time, a uuid not as numbers.
-VOLATILE = re.compile("|".join((
-    r"(?P<uuid>\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b)",
-    r"(?P<timestamp>\b\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)",
-    r"(?P<date>\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b" + _MONTH + r" \d{1,2}(?:st|nd|rd|th)?,? \d{4}\b"
-    r"|\b\d{1,2} " + _MONTH + r",? \d{4}\b)",
-    r"(?P<time>\b\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:\s?[AaPp][Mm])?)",
-    r"(?P<id>\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{8,}\b|\b[0-9a-fA-F]{16,}\b)",
-    r"(?P<number>\b\d+(?:[.,]\d+)*\b)",
-    r"(?:(?i:my name is|name is|name:|user:|customer:|user name:)\s+)(?P<name>[A-Z][\w'-]+(?: [A-Z][\w'-]+)?)",
-)))
+# A volatile span is a run of letters, digits and the punctuation inside ids, dates and times that holds a digit,
+# read as the most specific kind that matches it; only the first MAX_MASKED_CHARS of a prompt are read (a span past
+# them splits the masked fingerprint too, and goes unnamed), so the CPU a request costs stays bounded.
+_DIGIT = re.compile(r"\d")
+_INNER = frozenset("_:./+-")
+MAX_MASKED_CHARS = 8192
+KINDS = (
+    ("uuid", re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")),
+    ("timestamp", re.compile(r"\d{4}-\d{2}-\d{2}T\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?")),
+    ("date", re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4}|\d{1,2}\.\d{1,2}\.\d{4}")),
+    ("time", re.compile(r"\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?")),
+    ("number", re.compile(r"[+-]?\d+(?:[.,]\d+)*%?")),
+)
+# A capitalised name after one of these (lower-cased) words.
+NAME_MARKERS = ("name is ", "name: ", "user: ", "customer: ")
+_NAME = re.compile(r"\s*([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)")
 MEMO_SIZE = 4096
 
 
@@ -56,7 +61,7 @@ class RequestShape:
     model: str
     system: SystemShape
     tools: tuple[str, ...]  # a hash per tool, in the order sent
-    sampling: tuple[tuple[str, str], ...]  # (parameter, value as JSON or "unset")
+    sampling: tuple[tuple[str, str], ...]  # (parameter, its value's repr) of the sampling parameters sent
 
 
 def _digest(text: str) -> str:
@@ -78,13 +83,45 @@ def system_text(request: CanonicalRequest) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def _kind(token: str) -> str:
+    return next((kind for kind, pattern in KINDS if pattern.fullmatch(token)), "id")
+
+
+def _in_token(char: str) -> bool:
+    return char.isalnum() or char in _INNER
+
+
+def _spans(text: str) -> list[tuple[str, int, int]]:
+    """(kind, start, end) of each volatile span, in order."""
+    found = []
+    at = _DIGIT.search(text)
+    while at is not None:
+        start, end = at.start(), at.end()
+        while start > 0 and _in_token(text[start - 1]):
+            start -= 1
+        while end < len(text) and _in_token(text[end]):
+            end += 1
+        token = text[start:end].rstrip(".,:;/-")
+        found.append((_kind(token), start, start + len(token)))
+        at = _DIGIT.search(text, end)
+    lower = text.lower()
+    for marker in NAME_MARKERS:
+        at_name = lower.find(marker)
+        while at_name >= 0:
+            name = _NAME.match(text, at_name + len(marker))
+            if name is not None:
+                found.append(("name", name.start(1), name.end(1)))
+            at_name = lower.find(marker, at_name + 1)
+    return sorted(found, key=lambda span: span[1])
+
+
 def mask(text: str) -> SystemShape:
     spans: list[Span] = []
     pieces: list[str] = []
     last = 0
-    for match in VOLATILE.finditer(text):
-        kind = match.lastgroup or "name"
-        start, end = match.span(kind)
+    for kind, start, end in _spans(text[:MAX_MASKED_CHARS]):
+        if start < last:  # inside a span already masked
+            continue
         pieces += [text[last:start], f"\x00{kind}\x00"]
         spans.append(Span(kind, start, _digest(text[start:end])))
         last = end
@@ -97,6 +134,7 @@ class Shaper:
 
     def __init__(self, memo_size: int = MEMO_SIZE) -> None:
         self._memo: OrderedDict[str, SystemShape] = OrderedDict()
+        self._tools: dict[str, tuple[str, ...]] = {}
         self._size = memo_size
 
     def system(self, text: str) -> SystemShape:
@@ -111,10 +149,20 @@ class Shaper:
             self._memo.move_to_end(key)
         return found
 
+    def tools(self, tools: list[Any]) -> tuple[str, ...]:
+        """A hash per tool, in the order sent; memoised by the list as sent (its `repr`, the cheapest whole
+        spelling: an application sends its tools the same way each time)."""
+        key = _digest(repr(tools))
+        found = self._tools.get(key)
+        if found is None:
+            found = self._tools[key] = tuple(_digest(json.dumps(t, sort_keys=True, default=str)) for t in tools)
+            if len(self._tools) > self._size:
+                self._tools.pop(next(iter(self._tools)))
+        return found
+
     def shape(self, request: CanonicalRequest) -> RequestShape:
         tools = request.params.get("tools")
-        tool_hashes = tuple(_digest(json.dumps(t, sort_keys=True, default=str)) for t in tools) \
-            if isinstance(tools, list) else ()
-        sampling = tuple((name, json.dumps(request.params[name], sort_keys=True, default=str)
-                          if name in request.params else UNSET) for name in SAMPLING)
+        tool_hashes = self.tools(tools) if isinstance(tools, list) and tools else ()
+        params = request.params
+        sampling = tuple((name, repr(params[name])) for name in SAMPLING if name in params)
         return RequestShape(request.model, self.system(system_text(request)), tool_hashes, sampling)

@@ -22,6 +22,7 @@ MAX_NAMESPACES = 10_000
 MAX_GROUPS = 256
 MAX_VARIANTS = 1024
 MAX_VALUES = 16
+MAX_SHAPES = 10_000
 
 
 class Obstacle(StrEnum):
@@ -91,8 +92,10 @@ class _Namespace:
                 if len(orders) < MAX_VARIANTS:
                     orders.add(shape.tools)
                 self.tools[key] = (n + 1, orders)
-        for name, value in shape.sampling:
-            values = self.sampling.setdefault(name, Counter())
+        for name, value in shape.sampling:  # requests without the parameter count as UNSET when read
+            values = self.sampling.get(name)
+            if values is None:
+                values = self.sampling[name] = Counter()
             values[value if value in values or len(values) < MAX_VALUES else "other"] += 1
 
 
@@ -141,7 +144,8 @@ def _tool_findings(ns: _Namespace) -> list[Finding]:
 
 def _sampling_findings(ns: _Namespace) -> list[Finding]:
     found = []
-    for name, values in ns.sampling.items():
+    for name, sent in ns.sampling.items():
+        values = sent + Counter({UNSET: ns.requests - sum(sent.values())})
         (top, top_n), = values.most_common(1)
         others = ns.requests - top_n
         if len(values) > 1 and ns.requests >= MIN_REQUESTS and others >= MIN_SHARE * ns.requests:
@@ -160,11 +164,19 @@ class ReuseWatch:
 
     def __init__(self) -> None:
         self._shaper = Shaper()
+        self._shapes: dict[str, RequestShape] = {}  # by exact key, oldest first
         self._namespaces: dict[str, _Namespace] = {}
         self._lock = threading.Lock()
 
-    def observe(self, namespace: str, request: CanonicalRequest) -> None:
-        shape = self._shaper.shape(request)
+    def observe(self, namespace: str, request: CanonicalRequest, exact: str | None = None) -> None:
+        """`exact`: the request's exact key when known; a request seen before is not shaped again."""
+        shape = self._shapes.get(exact) if exact is not None else None
+        if shape is None:
+            shape = self._shaper.shape(request)
+            if exact is not None:
+                self._shapes[exact] = shape
+                if len(self._shapes) > MAX_SHAPES:
+                    self._shapes.pop(next(iter(self._shapes)))
         with self._lock:
             ns = self._namespaces.get(namespace)
             if ns is None:
