@@ -2,7 +2,7 @@
 # The test command: install (idempotent), then every test (unit + integration with real services).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install.sh
+bash scripts/install.sh --dev
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 .venv/bin/python -m ruff check service index eval support tests bench training docs/hooks
 .venv/bin/python -m mypy

