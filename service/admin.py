@@ -103,7 +103,8 @@ async def get_entry(entry_id: EntryId, entries: EntryStoreDep, index: IndexDep) 
         raise NotFound(f"No entry {entry_id}.")
     return {"id": entry.entry_id, "namespace": entry.namespace, "model": entry.model, "prompt": entry.prompt,
             "response": entry.response, "created_at": entry.created_at, "expires_at": entry.expires_at,
-            "hits": entry.hits, "indexed": entry.entry_id in index}
+            "hits": entry.hits, "indexed": entry.entry_id in index,
+            "usage": None if entry.usage is None else {kind.value: n for kind, n in entry.usage.by_kind().items()}}
 
 
 @admin_router.delete("/entries/{entry_id}")

@@ -88,9 +88,13 @@ def savings(gateway: GatewayProcess) -> dict[tuple[str, str, str], dict[str, Any
 def test_an_exact_hit_saves_the_priced_sum_of_its_kinds(gateway: GatewayProcess, api: str, model: str) -> None:
     api_key = f"sk-save-{uuid.uuid4().hex}"
     with httpx.Client(base_url=gateway.url) as client:
-        assert ask(client, api, api_key, "How do I export my invoices?", model).headers["x-deja-cache"] == "miss"
+        miss = ask(client, api, api_key, "How do I export my invoices?", model)
+        assert miss.headers["x-deja-cache"] == "miss"
         assert ask(client, api, api_key, "How do I export my invoices?", model).headers["x-deja-cache"] == "hit-exact"
     row = savings(gateway)[(_ns(api_key), api, model)]
+    # The entry keeps its call's usage by kind (migration 0014), as the hit priced it.
+    entry = httpx.get(f"{gateway.url}/deja/entries/{miss.headers['x-deja-entry']}", headers=ADMIN, timeout=10).json()
+    assert entry["usage"] == row["saved_tokens"]
     kinds = row["saved_tokens"]
     assert kinds["cached_input"] == 1000 and kinds["output"] == 300
     assert sum(kinds.values()) == (1500 if api != "messages" else 1600)
@@ -165,7 +169,9 @@ def test_a_varying_system_prompt_and_tool_order_are_named_and_steady_traffic_is_
     clock_hits = _run(gateway, keys["clock"], lambda i: f"Current time: {_now_ms()}. You answer billing questions.")
     id_hits = _run(gateway, keys["request-id"], lambda i: f"Request {uuid.uuid4()}. You answer billing questions.")
     fixed_hits = _run(gateway, keys["fixed"], lambda i: "You answer billing questions.")
-    order_hits = _run(gateway, keys["orders"], lambda i: "Use the tools.", lambda i: TOOLS if i // 40 % 2 else TOOLS[::-1])
+    # Each question asked in both orders (the order flips every 40 requests).
+    order_hits = _run(gateway, keys["orders"], lambda i: "Use the tools.",
+                      lambda i: TOOLS if i // 40 % 2 else TOOLS[::-1])
     sorted_hits = _run(gateway, keys["sorted"], lambda i: "Use the tools.", lambda i: TOOLS)
     print(f"1,000 requests in {time.perf_counter() - started:.1f} s; hits: clock {clock_hits}, request id "
           f"{id_hits}, fixed {fixed_hits}, two orders {order_hits}, one order {sorted_hits}")
