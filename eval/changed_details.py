@@ -14,7 +14,7 @@ from pathlib import Path
 from eval.contrast_sources import contrast_sources
 from eval.conversations import run_conversations
 from eval.datasets import load_pairs
-from eval.sgd import other_states, slot_twins
+from eval.sgd import other_states, same_situations, slot_twins
 from eval.sources import Origin, Source, conversations, split_of
 from eval.tables import TableData, pct
 from index.embedding.embedder import Embedder
@@ -51,9 +51,10 @@ class DetailRow:
 
 
 def sgd_sources(shared: Path, seed: int = 0) -> list[Source]:
-    """The SGD dev dialogues as conversation pairs (`eval.sgd`), split by a hash of the pair."""
-    pairs = [*slot_twins(shared, seed), *other_states(shared, seed)]
-    return [Source("SGD dialogues", Origin.PUBLIC, part, pairs=tuple(p for p in pairs if split_of(p.id) == part))
+    """The SGD dev dialogues as conversation pairs (`eval.sgd`): must-not twins and other-state pairs, and
+    same-situation pairs (the cost side), split by family (a service's domain: no service on both sides)."""
+    pairs = [*slot_twins(shared, seed), *other_states(shared, seed), *same_situations(shared, seed)]
+    return [Source("SGD dialogues", Origin.PUBLIC, part, pairs=tuple(p for p in pairs if split_of(p.domain) == part))
             for part in ("dev", "test")]
 
 

@@ -6,9 +6,15 @@ read in place and labelled by the dialogues' own states, never by us.
   the corpus holds for the same slot. The last request is word for word the same; what it depends on is not.
 - `other_state` (must not): two different dialogues whose last user requests are the same words but whose
   states (active intent and slot values) differ.
+- `same_situation` (same answer, weak labels): two different dialogues cut at a user turn where everything the last
+  request depends on agrees by the dialogues' own annotations (the services, the active intent, every slot value by
+  its canonical value, the requested slots, the user's acts in the last turn, and the assistant's acts just before
+  it: what it last offered or confirmed, with their values), and the last requests are worded differently. The
+  clerk's reply can still differ (each dialogue's simulated results are its own): a weak label, reported, not gated.
 
-Same-answer pairs are not built: each dialogue's simulated results differ, so no two real dialogues are known to
-deserve one answer. A pair's split is a hash of its dialogues' ids (`eval.sources.split_of`).
+A pair's family is the domain of its dialogues' first service ("Hotels" for Hotels_1 and Hotels_4); families go to
+dev or test whole by a hash of the family (`eval.sources.split_of`), so no service, and no dialogue, is on both
+sides; a pair of two dialogues of families on both sides is not made.
 """
 
 from __future__ import annotations
@@ -25,10 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from eval.datasets import Conversation, LabeledPair, Message
+from eval.sources import split_of
 
 SGD_DEV = "sgd_dialogues/dev"
 SLOT_TWIN = "slot_twin"
 OTHER_STATE = "other_state"
+SAME_SITUATION = "same_situation"
 # Turns of context a pair carries at most before its last request (the most recent ones).
 MAX_EARLIER = 8
 
@@ -158,7 +166,7 @@ def slot_twins(shared: Path, seed: int, per_dialogue: int = 1) -> list[LabeledPa
             if twin is None:
                 continue
             pairs.append(LabeledPair(f"sgd-twin-{dialogue_id}-{len(turn.messages)}", Conversation(turn.messages),
-                                     twin, SLOT_TWIN, False, domain=slot.split(":")[0]))
+                                     twin, SLOT_TWIN, False, domain=family_of(dialogue_id, shared)))
             made += 1
             if made >= per_dialogue:
                 break
@@ -173,10 +181,79 @@ def other_states(shared: Path, seed: int, limit: int = 600) -> list[LabeledPair]
             key = " ".join(re.findall(r"[a-z0-9']+", turn.messages[-1].content.lower()))
             by_request.setdefault(key, []).append(turn)
     pairs: list[LabeledPair] = []
-    for key, group in sorted(by_request.items()):
+    for _, group in sorted(by_request.items()):
         for a, b in itertools.pairwise(group):
-            if a.dialogue != b.dialogue and (a.intent, dict(a.values)) != (b.intent, dict(b.values)):
+            family = _common_family(a.dialogue, b.dialogue, shared)
+            if family and a.dialogue != b.dialogue and (a.intent, dict(a.values)) != (b.intent, dict(b.values)):
                 pairs.append(LabeledPair(f"sgd-other-{a.dialogue}-{b.dialogue}-{len(pairs)}", Conversation(a.messages),
-                                         Conversation(b.messages), OTHER_STATE, False, domain=key[:40]))
+                                         Conversation(b.messages), OTHER_STATE, False, domain=family))
     random.Random(seed).shuffle(pairs)
     return pairs[:limit]
+
+
+def family_of(dialogue_id: str, shared: Path) -> str:
+    """The domain of the dialogue's first service ("Hotels_4" -> "Hotels")."""
+    return _families(shared)[dialogue_id]
+
+
+@lru_cache(maxsize=2)
+def _families(shared: Path) -> dict[str, str]:
+    return {d["dialogue_id"]: str(d["services"][0]).split("_")[0] for d in dialogues(shared)}
+
+
+def _common_family(first: str, second: str, shared: Path) -> str:
+    """The first dialogue's family where both dialogues' families fall in one split, else ''."""
+    one, other = family_of(first, shared), family_of(second, shared)
+    return one if split_of(one) == split_of(other) else ""
+
+
+def _acts(frames: Sequence[Mapping[str, Any]], canon: Mapping[str, str]) -> tuple[tuple[str, ...], ...]:
+    """A turn's acts, each as (service, act, slot, canonical values), sorted."""
+    return tuple(sorted((frame["service"], action["act"], action.get("slot", ""),
+                         *sorted(canon.get(v.lower(), v.lower()) for v in action.get("values") or ()))
+                        for frame in frames for action in frame.get("actions", ())))
+
+
+def _situations(dialogue: Mapping[str, Any], canon: Mapping[str, str]) -> Iterator[tuple[tuple[Any, ...], Turn]]:
+    """Every user turn after the first exchange with what its request depends on, as one hashable key."""
+    found = {t.messages[-1].content: t for t in turns(dialogue)}
+    last_system: tuple[tuple[str, ...], ...] = ()
+    for raw in dialogue["turns"]:
+        if raw["speaker"] != "USER":
+            last_system = _acts(raw["frames"], canon)
+            continue
+        turn = found.get(raw["utterance"])
+        if turn is None or not last_system:
+            continue
+        requested = tuple(sorted(slot for frame in raw["frames"]
+                                 for slot in (frame.get("state") or {}).get("requested_slots", ())))
+        values = tuple(sorted((slot, tuple(sorted({canon.get(v.lower(), v.lower()) for v in written})))
+                              for slot, written in turn.values.items()))
+        key = (tuple(sorted(dialogue["services"])), turn.intent, values, requested, _acts(raw["frames"], canon),
+               last_system)
+        yield key, turn
+
+
+def same_situations(shared: Path, seed: int, limit: int = 600) -> list[LabeledPair]:
+    """Pairs of different dialogues whose last requests depend on the same situation (the module's docstring) and
+    are worded differently."""
+    canon = canonical_values(shared)
+    by_situation: dict[tuple[Any, ...], list[Turn]] = {}
+    for dialogue in dialogues(shared):
+        for key, turn in _situations(dialogue, canon):
+            by_situation.setdefault(key, []).append(turn)
+    pairs: list[LabeledPair] = []
+    for _, group in sorted(by_situation.items(), key=lambda item: repr(item[0])):
+        for a, b in itertools.pairwise(group):
+            family = _common_family(a.dialogue, b.dialogue, shared)
+            if not family or a.dialogue == b.dialogue or _words(a.messages[-1].content) == _words(
+                    b.messages[-1].content):
+                continue
+            pairs.append(LabeledPair(f"sgd-same-{a.dialogue}-{b.dialogue}-{len(pairs)}", Conversation(a.messages),
+                                     Conversation(b.messages), SAME_SITUATION, True, domain=family))
+    random.Random(seed).shuffle(pairs)
+    return pairs[:limit]
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(re.findall(r"[a-z0-9']+", text.lower()))

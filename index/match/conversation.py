@@ -1,6 +1,10 @@
 """The context rule of conversations: a cached answer serves a follow-up only when the two relevant contexts
-(user and assistant turns) carry the same values, offer the same options in the same order and say the same
-thing, up to form (chatter, case, punctuation, contractions). The step `context` of `index.match.steps` reads it.
+(user and assistant turns) are the same situation: the same values, the same options in the same order, no roles
+swapped, and the same content words up to form (case, punctuation, contractions) and up to words WordNet calls
+the same (cancel/delete). A sentence that carries nothing (no strong value, no bare answer, no pronoun standing for
+what was said, no offer or request) and that nothing takes up (none of its content words said anywhere else in
+either thread or in the question) may stand in one thread and not the other: small talk drops out by what it
+carries, not by a list of its words. The step `context` of `index.match.steps` reads it.
 """
 
 from __future__ import annotations
@@ -13,19 +17,24 @@ from index.guards.extract import Extractor, Value
 from index.guards.form import FREE_WORDS
 from index.guards.lexicon import Lexicon, load
 from index.guards.numbers import canonical, parse_words
+from index.guards.order import swapped_words
+from index.guards.polarity import NEGATION_CUES
 from index.guards.stages import StepResult
 from index.guards.text import CACHE_SIZE, FUNCTION_WORDS, normalize, stem
-from index.guards.textdiff import opcodes, ratio
-from index.request.context import without_chatter
+from index.guards.textdiff import ratio
+from index.guards.wordnet import Relation, load_wordnet
+from index.request.context import commits, refers_back, sentences
 
 # `Decision.vetoed_by` of each context difference.
 VALUE = "context:value"
 OPTION_ORDER = "context:option-order"
 CONTENT = "context:content"
+ROLES = "context:roles"
 # From this share of aligned content words on, a content word that differs between two contexts vetoes. 0: always.
-# What a follow-up depends on is compared word for word (up to form): a reworded thread is a miss, never a guess
-# that its changed words were wording; a miss costs a call, a wrong hit costs trust.
 DEFAULT_MIN_ALIGNED = 0.0
+# Relations that make a word said in one thread and not the other the same word said otherwise. Broader and
+# sibling words are not: "the mug" and "the bowl" are two items, "include" and "add" two actions.
+_SAME_WORD = frozenset({Relation.SAME, Relation.SYNONYM})
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:[.,'][a-z0-9]+)*")
 _WORD_HYPHEN = re.compile(r"(?<=[a-z])-(?=[a-z])")
@@ -62,6 +71,12 @@ class _Text:
     # the words of its values, as compared: a value written another way ("$45" / "45 dollars", "June 4" /
     # "4 June") is compared as a value, never again as content
     value_stems: frozenset[str] = frozenset()
+    # stem -> the words it was said with (for WordNet), and the stems said only in sentences that carry nothing
+    # (no value, no negation: small talk if nothing else takes them up)
+    said: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    idle: frozenset[str] = frozenset()
+    # the stems of every sentence, to find which are taken up elsewhere
+    sentence_stems: tuple[frozenset[str], ...] = ()
 
 
 class ContextRule:
@@ -76,31 +91,89 @@ class ContextRule:
         self._min_aligned = min_aligned
         self._text = lru_cache(maxsize=cache_size)(self._uncached_text)
 
-    def difference(self, query_context: str, cached_context: str) -> ContextDifference | None:
-        """None when the two contexts differ in form only."""
+    def difference(self, query_context: str, cached_context: str,
+                   asked: tuple[str, ...] = ()) -> ContextDifference | None:
+        """None when the two contexts are the same situation. `asked`: the two last messages (a sentence that the
+        question takes up is never small talk)."""
         q, c = self._text(query_context), self._text(cached_context)
         if q.stems == c.stems:
             return None
-        return _value_difference(q, c) or _option_difference(q, c) or self._content_difference(q, c)
+        return (_value_difference(q, c) or _option_difference(q, c) or _role_difference(query_context, cached_context)
+                or self._content_difference(q, c, asked))
 
     def _uncached_text(self, context: str) -> _Text:
-        text = without_chatter(context)
         # the pronoun "I" after a name reads as a Roman numeral ("order LU-7 I can send"): never a value here
-        values = tuple(v for v in self._extractor.analyze(text).values if v.surface != "I")
-        surface = tuple(t for t in _TOKEN.findall(_WORD_HYPHEN.sub(" ", normalize(text))) if t not in FREE_WORDS)
-        options = tuple(_options(text))
+        values = tuple(v for v in self._extractor.analyze(context).values if v.surface != "I")
+        surface = tuple(t for t in _TOKEN.findall(_WORD_HYPHEN.sub(" ", normalize(context))) if t not in FREE_WORDS)
+        options = tuple(_options(context))
         value_stems = frozenset(_word_key(w) for v in values for w in _TOKEN.findall(normalize(v.surface)))
-        return _Text(values, frozenset(surface), options, surface, tuple(_word_key(w) for w in surface), value_stems)
+        said: dict[str, set[str]] = {}
+        for word in surface:
+            said.setdefault(_word_key(word), set()).add(word)
+        parts = [(_stems_of(s), self._carries(s)) for s in sentences(context)]
+        carried = frozenset().union(*(stems for stems, carries in parts if carries))
+        idle = frozenset().union(*(stems for stems, carries in parts if not carries)) - carried
+        return _Text(values, frozenset(surface), options, surface, tuple(_word_key(w) for w in surface), value_stems,
+                     tuple((k, tuple(sorted(v))) for k, v in sorted(said.items())), idle,
+                     tuple(stems for stems, _ in parts))
 
-    def _content_difference(self, q: _Text, c: _Text) -> ContextDifference | None:
+    def _carries(self, sentence: str) -> bool:
+        """The sentence holds a strong value (a weak one, "your day", is compared as a value all the same), a bare
+        answer ("No."), a pronoun standing for what was said ("I can repair it."), or an offer or a request ("I can
+        arrange a pickup", "we'll send a courier"): never small talk."""
+        words = set(_TOKEN.findall(normalize(sentence)))
+        answer = bool(words & NEGATION_CUES) and not words - NEGATION_CUES - _FORM
+        return answer or refers_back(sentence) or commits(sentence) or any(
+            v.surface != "I" and v.strong for v in self._extractor.analyze(sentence).values)
+
+    def _content_difference(self, q: _Text, c: _Text, asked: tuple[str, ...]) -> ContextDifference | None:
+        """A content word one context says and the other does not, unless it is form, a value's word (compared as a
+        value), a word WordNet calls the same as one the other context says instead, or small talk: said only in
+        sentences that carry nothing and that no other sentence of either context, nor the question, takes up."""
         if ratio(q.stems, c.stems) < self._min_aligned:
             return None
-        for tag, i1, i2, j1, j2 in opcodes(q.stems, c.stems):
-            if tag == "equal" or set(q.stems[i1:i2]) | set(c.stems[j1:j2]) <= _FORM | q.value_stems | c.value_stems:
-                continue
-            left, right = " ".join(q.surface[i1:i2]) or "nothing", " ".join(c.surface[j1:j2]) or "nothing"
-            return ContextDifference(CONTENT, f"{left!r} vs {right!r}")
+        only_q, only_c = set(q.stems) - set(c.stems), set(c.stems) - set(q.stems)
+        free = _FORM | q.value_stems | c.value_stems
+        asked_stems = frozenset().union(*(_stems_of(text) for text in asked))
+        said_q, said_c = dict(q.said), dict(c.said)
+        wordnet = load_wordnet()
+        for x in sorted(only_q):
+            for y in sorted(only_c):
+                if any(wordnet.opposed(a, b) for a in said_q.get(x, ()) for b in said_c.get(y, ())):
+                    return ContextDifference(CONTENT, f"{said_q[x][0]!r} vs {said_c[y][0]!r} (opposites)")
+        for side, other, said, said_other in ((q, c, said_q, said_c), (c, q, said_c, said_q)):
+            own, others = (only_q, only_c) if side is q else (only_c, only_q)
+            for stem_ in sorted(own - free):
+                if _small_talk(stem_, side, other, asked_stems) or any(
+                        wordnet.relation(a, b) in _SAME_WORD for a in said.get(stem_, ())
+                        for y in others for b in said_other.get(y, ())):
+                    continue
+                word = repr(said.get(stem_, (stem_,))[0])
+                instead = next((repr(said_other.get(y, (y,))[0]) for y in sorted(others - free)), "nothing")
+                return ContextDifference(CONTENT, f"{word} vs {instead}" if side is q else f"{instead} vs {word}")
         return None
+
+
+def _small_talk(stem_: str, side: _Text, other: _Text, asked: frozenset[str]) -> bool:
+    """Every sentence saying `stem_` carries nothing, and none of its content words is said in another sentence of
+    either context or in the question: nothing the answer depends on takes it up."""
+    if stem_ not in side.idle:
+        return False
+    holding = [s for s in side.sentence_stems if stem_ in s]
+    rest = [s for s in side.sentence_stems if stem_ not in s] + list(other.sentence_stems)
+    elsewhere = frozenset().union(*rest) | asked
+    return all(not ((s - _FORM) & elsewhere) for s in holding)
+
+
+def _stems_of(text: str) -> frozenset[str]:
+    return frozenset(_word_key(t) for t in _TOKEN.findall(_WORD_HYPHEN.sub(" ", normalize(text)))
+                     if t not in FREE_WORDS)
+
+
+def _role_difference(query_context: str, cached_context: str) -> ContextDifference | None:
+    """The same words with two of them changed places across a direction ("100 USD to EUR" / "100 EUR to USD")."""
+    swapped = swapped_words(query_context, cached_context)
+    return None if swapped is None else ContextDifference(ROLES, f"{swapped[0]!r} and {swapped[1]!r} change places")
 
 
 def _word_key(word: str) -> str:

@@ -9,6 +9,7 @@ wrong hit can hide behind. A self-contained question after unrelated history is 
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -25,22 +26,9 @@ can't one other another else first next last then now get make use tell give sho
 something anything
 """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-# Words of chatter: a sentence made only of these (and stopwords) says nothing the answer depends on.
-_CHATTER_TEXT = """
-hi hello hey hiya greetings morning afternoon evening sorry apologies apologise apologize apology bother
-trouble inconvenience thanks thank appreciate appreciated cheers grateful patience hope hoping doing going
-weather lovely wonderful weekend week busy stressed silly glad happy pleased worries worry reaching reach
-out message long anyway meantime way real person human virtual assistant bot welcome there again kind
-bit question fine ok okay alright cool perfect awesome great
-"""
-CHATTER_WORDS = frozenset(_CHATTER_TEXT.split())
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_CHATTER_WORD = re.compile(r"[a-z']+|\d")
-# An answer to a yes/no question is never chatter, though "yes" is a stopword; "no worries" is chatter.
-_ANSWERS = frozenset({"yes", "no", "yeah", "yep", "nope", "not"})
 # The turns read (the most recent): a long conversation costs what a short one does.
 MAX_TURNS = 40
-_NO_MATTER = re.compile(r"\bno (?:worries|problem|problems|trouble)\b")
 
 # Messages that carry no question of their own: never matched on the message alone.
 ACKNOWLEDGEMENTWORDS = frozenset({
@@ -65,17 +53,9 @@ def message_text(message: dict[str, Any]) -> str:
     return ""
 
 
-def is_chatter(sentence: str) -> bool:
-    """True for a sentence of greetings, apologies, thanks or small talk only (never one holding a digit)."""
-    words = _CHATTER_WORD.findall(_NO_MATTER.sub("fine", sentence.lower().replace("’", "'")))
-    return bool(words) and all((w in CHATTER_WORDS or w in STOPWORDS) and w not in _ANSWERS for w in words)
-
-
-def without_chatter(text: str) -> str:
-    """`text` without its chatter sentences; lines are kept apart (a listed option stays on its line)."""
-    lines = (" ".join(s for s in _SENTENCE.split(line.strip()) if s and not is_chatter(s))
-             for line in text.split("\n"))
-    return "\n".join(line for line in lines if line)
+def sentences(text: str) -> list[str]:
+    """The sentences of `text`, line by line (a listed option stays a sentence of its own)."""
+    return [s for line in text.split("\n") for s in _SENTENCE.split(line.strip()) if s]
 
 
 def has_question(text: str) -> bool:
@@ -84,43 +64,168 @@ def has_question(text: str) -> bool:
     return any(w not in ACKNOWLEDGEMENTWORDS for w in words)
 
 
-# A word that points back at something said before ("book it", "their number", "the cheaper one", "do that
-# again", "the same"), or that asks for a change of what was said ("instead", "else", "other").
-_POINTS_BACK = frozenset({
-    "it", "its", "itself", "that", "this", "those", "these", "them", "they", "their", "theirs", "there", "then",
-    "he", "him", "his", "she", "her", "hers", "one", "ones", "same", "such", "former", "latter", "above", "previous",
-    "instead", "else", "other", "another", "also", "too", "again", "both", "either", "neither", "first", "second",
-    "third", "last", "next", "cheaper", "cheapest", "earlier", "later", "closer", "nearer", "nearby", "here",
-    "option", "options", "yes", "no", "yeah", "yep", "nope", "ok", "okay", "sure",
-})
+# What a question needs from the thread is read from its grammar, never from a list of phrases:
+# - a pronoun or "one" stands for something named before it; the question names it itself only with a noun
+#   phrase of its own before the pronoun (a determiner or possessive and a content word: "my laptop ... fix it");
+# - "this", "these", "those", "such", "same" point at what was said; "that" only where a clause follows it
+#   ("true that the ...") rather than a noun ("that error");
+# - "it" next to a form of "be" with "to", "that" or "if" after it is no referent at all ("is it safe to ...");
+#   "there" next to a form of "be" is existential ("is there a way ...");
+# - a word that relates to something said (another, else, instead, also, again, more, a comparative without
+#   "than") asks about it; an ordinal or superlative asks about a set of its own only with a content word after;
+# - a definite noun phrase with nothing after it that says which ("the address?", "when does the museum open")
+#   is one the thread named ("the price of the Team plan", "the capital of France" say which);
+# - an opening that continues the previous turn ("and the price?", "what about Tuesday?") or answers it ("yes,
+#   ...") is a follow-up.
+_PRONOUNS = frozenset({"it", "its", "itself", "one", "ones", "there", "then", "here"})
+_PEOPLE = frozenset({"they", "them", "their", "theirs", "he", "him", "his", "she", "her", "hers"})
+_DEICTIC = frozenset({"this", "these", "those", "such", "same", "former", "latter", "above", "previous",
+                      "aforementioned"})
+_RELATES = frozenset({"another", "else", "other", "others", "instead", "also", "too", "again", "still", "anymore",
+                      "more", "less",
+                      "fewer", "cheaper", "earlier", "later", "closer", "nearer", "better", "worse", "bigger",
+                      "smaller", "faster", "slower", "longer", "shorter"})
+_ORDINALS = frozenset({"first", "second", "third", "last", "next", "previous", "cheapest", "latest", "earliest",
+                       "nearest", "closest", "best", "biggest", "smallest", "fastest"})
+_DETERMINERS = frozenset({"a", "an", "the", "my", "our", "your", "his", "her", "their", "some", "any", "each",
+                          "every", "no", "this", "that", "these", "those"})
+_BE = frozenset({"is", "are", "was", "were", "be", "been", "isn't", "aren't", "wasn't", "it's", "there's"})
+_CLAUSE_AFTER = frozenset({"to", "that", "if", "whether", "when", "for"})
+# Words after a definite noun that say which one it is.
+_SAYS_WHICH = frozenset({"of", "to", "for", "in", "on", "at", "from", "between", "with", "that", "which", "who",
+                         "where", "about", "by", "near", "than", "when", "called", "named"})
+_QUESTION_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})
+_AUXILIARIES = frozenset({"is", "are", "am", "was", "were", "do", "does", "did", "can", "could", "will", "would",
+                          "should", "shall", "may", "might", "must", "has", "have", "had"})
+# "can you ...", "would you ...": a request to act, not a question for information.
+_MODALS = frozenset({"can", "could", "will", "would", "shall", "may", "might", "must", "should"})
+_PERSONS = frozenset({"i", "we", "you"})
+_ANSWERS = frozenset({"yes", "no", "yeah", "yep", "nope", "ok", "okay", "sure", "right", "correct", "exactly"})
 # An opening that continues the previous turn ("and the price?", "what about Tuesday?", "so how much?").
 _CONTINUES_TURN = re.compile(r"^\W*(?:and|or|but|so|also|plus|then|what about|how about|same|only|just)\b",
                              re.IGNORECASE)
-# Content words a question needs to say what it asks on its own.
-_OWN_WORDS = 3
+_SUBJECTS = _DETERMINERS | {"i", "you", "we", "they", "he", "she", "it", "there"}
+_CLAUSE_BOUNDS = frozenset({",", ";", ".", "and", "but", "if", "because", "when", "so", "since", "after", "before"})
+# Words after "the" read for what says which one it is.
+_WHICH_WINDOW = 4
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’+#.-]*|[?,;:.!]")
+# Content words a question needs to say what it asks on its own, and to be asked the same after any history.
+_OWN_WORDS = 2
+_OWN_SUBJECT_WORDS = 3
 # What gives a value the answer can depend on: a digit, a quoted text, or a capitalised word inside a sentence
 # (a name); "I" and its contractions are not names.
 _GIVES = re.compile(r"\d|[\"“][^\"”]+[\"”]|(?<=[a-z,;:] )(?!I\b|I'|I’)[A-Z][\w-]*")
-
 # What an assistant's answer gives: a number or a quoted text (its capitalised words name its own menus and pages).
 _GIVES_NUMBER = re.compile(r"\d|[\"“][^\"”]+[\"”]")
 
 
+def _tokens(question: str) -> list[str]:
+    return [t.replace("’", "'").strip(".-") or t for t in _TOKEN.findall(question)]
+
+
+def _content(word: str) -> bool:
+    return (len(word) > 2 and word.lower() not in STOPWORDS and word.isalnum()) or any(c.isdigit() for c in word)
+
+
+def _names_its_own(tokens: Sequence[str], upto: int) -> bool:
+    """A noun phrase of the question's own in a clause before the one at `upto` ("my laptop is slow, how do I fix
+    it?"): a determiner or possessive and a content word, a name or a value, before a comma or a conjunction."""
+    bounds = [i for i, w in enumerate(tokens[:upto]) if w in _CLAUSE_BOUNDS]
+    before = tokens[:bounds[-1]] if bounds else []
+    return any(w.lower() in _DETERMINERS and _content(n) for w, n in itertools.pairwise(before)) or any(
+        any(c.isdigit() for c in w) or (i > 0 and w[:1].isupper() and w != "I") for i, w in enumerate(before))
+
+
+def _points_back_at(tokens: Sequence[str], i: int) -> bool:
+    """The word at `i` stands for, or relates to, something the question does not name itself."""
+    word, after = tokens[i].lower(), [t.lower() for t in tokens[i + 1:]]
+    near = {t.lower() for t in tokens[max(i - 1, 0):i + 2]}
+    if word in _DEICTIC:
+        return True
+    if word == "that":
+        return not (after and after[0] in _SUBJECTS)  # "... that the plan ...": a clause, not a referent
+    if word == "it" and near & _BE and _CLAUSE_AFTER & set(after):
+        return False  # "is it safe to ...": no referent
+    if word == "there" and near & _BE:
+        return False  # "is there a way ...": existential
+    if word == "then":
+        return "if" not in (t.lower() for t in tokens[:i])
+    if word in _PEOPLE:
+        return True  # who "they" or "she" are is the thread's
+    if word in _PRONOUNS:
+        return not (word == "one" and after and _content(after[0])) and not _names_its_own(tokens, i)
+    if word in _RELATES:
+        return "than" not in after and not (word in ("more", "less", "fewer") and after and _content(after[0]))
+    if word in _ORDINALS:  # "the first one", "the cheapest?" vs "the first president of France"
+        return not (after and after[0].isalpha() and after[0] not in _PRONOUNS | _SAYS_WHICH | _DETERMINERS)
+    return False
+
+
+def refers_back(sentence: str) -> bool:
+    """The sentence holds a pronoun or demonstrative that stands for something said before it ("I can repair it.",
+    "Sorry about that."): it answers the thread."""
+    tokens = _tokens(sentence)
+    return any(t.lower() in _PRONOUNS | _PEOPLE | _DEICTIC | {"that"} and _points_back_at(tokens, i)
+               for i, t in enumerate(tokens))
+
+
+def commits(sentence: str) -> bool:
+    """The sentence offers, promises or asks for an action: a first or second person with a modal ("I can arrange a
+    pickup", "we'll send it", "I'd rather you ...", "you could try ...")."""
+    tokens = [t.lower() for t in _tokens(sentence)]
+    return any(w.split("'")[0] in _PERSONS and (w.endswith(("'ll", "'d")) or any(
+        n in _MODALS for n in tokens[i + 1:i + 3])) for i, w in enumerate(tokens))
+
+
+def _definite_without_which(tokens: Sequence[str]) -> bool:
+    """A definite noun phrase ("the price?", "when does the museum open?") that nothing after it within a few words
+    says which one it is (a preposition, a relative, a possessive, a name or a value: "the capital of France")."""
+    for i, word in enumerate(tokens):
+        if word.lower() != "the":
+            continue
+        window = list(itertools.takewhile(lambda t: t not in "?,;:.!", tokens[i + 1:i + 1 + _WHICH_WINDOW]))
+        if not any(t.lower() in _SAYS_WHICH or t == "'s" or t[:1].isupper() or any(c.isdigit() for c in t)
+                   for t in window):
+            return True
+    return False
+
+
 def stands_alone(question: str) -> bool:
-    """The message asks something whole on its own: it points back at nothing (no pronoun, no "the cheaper
-    one", no "and ...?", no bare yes or no) and names at least three content words. When in doubt, it does not."""
-    words = [w.strip(".-'") for w in WORD.findall(question.lower())]
-    if _CONTINUES_TURN.match(question) or any(w in _POINTS_BACK for w in words):
+    """The message asks something whole on its own: nothing in it points back (a pronoun or "one" without a noun
+    of its own before it, a demonstrative, "another", a comparative, a bare definite "the price?", an opening that
+    continues or answers the previous turn) and it names at least two content words. When in doubt, it does not."""
+    tokens = _tokens(question)
+    if not tokens or _CONTINUES_TURN.match(question) or tokens[0].lower() in _ANSWERS:
+        return False
+    if any(_points_back_at(tokens, i) for i in range(len(tokens))) or _definite_without_which(tokens):
         return False
     return len(content_words(question)) >= _OWN_WORDS
+
+
+def asks_for_information(question: str) -> bool:
+    """A question for information that names its own subject ("how do I reset my router password?", "is it safe to
+    ...?"), not a request to act in the thread ("can you book ...", "I'd like ...", "reserve ..."), nor a yes/no
+    question about the asker's own case ("will I lose my settings?", "would I still be charged?": the case is the
+    thread's), nor one without a noun phrase of its own ("how long per side for medium-rare?"): only such a
+    question is asked the same way after any history."""
+    raw = _tokens(question)
+    tokens = [t.lower().split("'")[0] for t in raw if t.lower() not in ("please", ",")]
+    if not question.rstrip().endswith("?") or not tokens or len(content_words(question)) < _OWN_SUBJECT_WORDS:
+        return False
+    own = _names_its_own([*raw, ","], len(raw) + 1)
+    if tokens[0] in _QUESTION_WORDS:
+        return own
+    return own and tokens[0] in _AUXILIARIES and tokens[1:2] not in (["i"], ["we"], ["you"])
 
 
 def dependency_context(earlier: Sequence[dict[str, Any]], question: str) -> str | None:
     """What the last message `question` can depend on: the thread from its first related exchange on, every turn
     of it, user and assistant (each value, name, item, option and action the user gave, and what the assistant
-    offered or confirmed), chatter left out, a turn to a line. Only a leading run of exchanges that gives nothing
-    (`_only_asks`) and shares no content word with the rest is left out (an unrelated question asked first). None: the
-    message stands alone and the whole history is such a run; it is then compared as a question.
+    offered or confirmed), a turn to a line. A leading run of exchanges that shares no content word (or value) with
+    the rest and with the question is left out when it gives nothing (`_only_asks`: an unrelated question asked
+    first), or, before a question for information that stands alone, when each of its exchanges was settled on its
+    own (`_settled`). None: the message stands alone and the whole history is such a run; it is then keyed and
+    compared as a single-turn question.
 
     Only the last `MAX_TURNS` turns are read; a longer text is compared beyond the embedder's window, which the
     decision never serves."""
@@ -134,19 +239,24 @@ def dependency_context(earlier: Sequence[dict[str, Any]], question: str) -> str 
     start = _unrelated_prefix(exchanges, question)
     if start == len(exchanges):
         return None
-    lines = (without_chatter(message_text(m)).strip() for exchange in exchanges[start:] for m in exchange)
+    lines = (message_text(m).strip() for exchange in exchanges[start:] for m in exchange)
     return "\n".join(line for line in lines if line)
 
 
 def _unrelated_prefix(exchanges: Sequence[Sequence[dict[str, Any]]], question: str) -> int:
-    """How many leading exchanges give nothing (`_only_asks`) and share no content word (or number) with the later
-    turns and the question; the last exchange only when the question stands alone."""
+    """How many leading exchanges can leave the context: each gives nothing (`_only_asks`) or, before a question
+    for information that stands alone, was settled on its own (`_settled`), and together they share no content
+    word (or number) with the later turns and the question; the last exchange only when the question stands
+    alone."""
     words = [set().union(*(_stems(message_text(m)) for m in exchange)) for exchange in exchanges]
-    limit = len(exchanges) if stands_alone(question) else len(exchanges) - 1
+    alone = stands_alone(question)
+    limit = len(exchanges) if alone else len(exchanges) - 1
+    settled_ok = alone and asks_for_information(question)
     asked = _stems(question)
     best = 0
     for cut in range(1, limit + 1):
-        if not _only_asks(exchanges[cut - 1]):
+        exchange = exchanges[cut - 1]
+        if not (_only_asks(exchange) or (settled_ok and _settled(exchange))):
             break
         if not set().union(*words[:cut]) & set().union(asked, *words[cut:]):
             best = cut
@@ -154,13 +264,21 @@ def _unrelated_prefix(exchanges: Sequence[Sequence[dict[str, Any]]], question: s
 
 
 def _only_asks(exchange: Sequence[dict[str, Any]]) -> bool:
-    """The exchange gives nothing the answer could depend on: its user turn only asks (every sentence that is not
-    chatter is a question: a statement or a request gives a detail) and no turn of it holds a value."""
+    """The exchange gives nothing the answer could depend on: its user turn only asks (every sentence with a content
+    word is a question: a statement or a request gives a detail) and no turn of it holds a value."""
     if any((_GIVES if m.get("role") == "user" else _GIVES_NUMBER).search(message_text(m)) for m in exchange):
         return False
-    asked = [s for m in exchange if m.get("role") == "user"
-             for s in _SENTENCE.split(without_chatter(message_text(m)).strip()) if s]
+    asked = [s for m in exchange if m.get("role") == "user" for s in sentences(message_text(m)) if content_words(s)]
     return all(s.rstrip().endswith("?") for s in asked)
+
+
+def _settled(exchange: Sequence[dict[str, Any]]) -> bool:
+    """The exchange was about something of its own and answered: the assistant's reply takes up a content word or
+    value the user gave. A detail the user stated and the assistant did not take up ("I'm vegetarian." / "Noted!")
+    may be a constraint on any later question: it is not settled."""
+    user = set().union(*(_stems(message_text(m)) for m in exchange if m.get("role") == "user"))
+    reply = set().union(*(_stems(message_text(m)) for m in exchange if m.get("role") == "assistant"))
+    return bool(user & reply)
 
 
 def _stems(text: str) -> set[str]:

@@ -9,7 +9,7 @@ from index.match.conversation import CONTENT, OPTION_ORDER, VALUE, ContextRule, 
 from index.match.decide import Deciders, decide
 from index.match.outcome import Candidate, Decision, Kind, Reason
 from index.match.policy import MatchPolicy
-from index.request.context import dependency_context, without_chatter
+from index.request.context import dependency_context
 
 ORDER = ("My order 1042 was due on Monday and it still isn't here.\n"
          "I found order 1042: it left with DHL and tracking shows a delay.")
@@ -77,11 +77,39 @@ def test_a_negation_is_content(rule: ContextRule) -> None:
     assert found is not None and found.stage == CONTENT
 
 
-def test_chatter_sentences_leave_the_dependency_context() -> None:
-    earlier = [{"role": "user", "content": "Hello! Hope you're well. My order 1042 is late."},
-               {"role": "assistant", "content": "Sorry about that! Order 1042 is delayed."}]
-    assert dependency_context(earlier, "Can you chase it?") == "My order 1042 is late.\nOrder 1042 is delayed."
-    assert without_chatter("Yes.") == "Yes."  # an answer to a yes/no question is not chatter
+def test_small_talk_drops_out_by_what_it_carries(rule: ContextRule) -> None:
+    """A sentence with no value, no negation and no word anything else takes up is small talk, whatever its words."""
+    plain = "My order 1042 is late.\nOrder 1042 is delayed."
+    for talk in ("Big fan of the app, it got me through my exams. ", "Hope the sun is shining where you are. "):
+        assert rule.difference(talk + plain, plain) is None
+
+
+@pytest.mark.parametrize("extra", ["Not the blue one. ", "My daughter Emma says hi. ", "It was due 3 days ago. ",
+                                   "The order is late again. "],
+                         ids=["negation", "name", "number", "taken-up"])
+def test_a_sentence_that_carries_something_is_not_small_talk(rule: ContextRule, extra: str) -> None:
+    plain = "My order 1042 is late.\nOrder 1042 is delayed."
+    assert rule.difference(extra + plain, plain) is not None
+
+
+def test_a_word_wordnet_calls_the_same_is_a_rewording_and_an_unrelated_one_is_not(rule: ContextRule) -> None:
+    a = "I want to cancel my StreamMax subscription.\nYour StreamMax subscription can be cancelled today."
+    assert rule.difference(a.replace("cancel my", "delete my"), a) is None
+    found = rule.difference(a.replace("cancel my", "pause my"), a)
+    assert found is not None and found.stage == CONTENT
+
+
+def test_values_that_change_places_across_a_direction_differ(rule: ContextRule) -> None:
+    found = rule.difference("I want to convert 100 USD to EUR.\nSure, 100 USD to EUR.",
+                            "I want to convert 100 EUR to USD.\nSure, 100 EUR to USD.")
+    assert found is not None
+
+
+def test_the_question_takes_up_what_would_be_small_talk(rule: ContextRule) -> None:
+    plain = "My order 1042 is late.\nOrder 1042 is delayed."
+    with_gift = "Birthdays are always hectic. " + plain
+    assert rule.difference(with_gift, plain) is None
+    assert rule.difference(with_gift, plain, asked=("Can you gift-wrap a birthday present?",)) is not None
 
 
 def test_an_early_exchange_holding_a_number_stays_in_the_dependency_context() -> None:

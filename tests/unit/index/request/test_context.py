@@ -1,6 +1,6 @@
 """What a conversation's last message can depend on: the whole thread from its first related exchange on, user and
-assistant turns alike, chatter left out; a leading exchange that only asks something unrelated drops out, and a
-question that stands alone after such history is compared as a question."""
+assistant turns alike (small talk is the context rule's to judge, by what it carries); a leading exchange that only
+asks something unrelated drops out, and a question that stands alone after unrelated history is a single turn."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from index.request.context import MAX_TURNS, dependency_context, stands_alone
+from index.request.context import MAX_TURNS, asks_for_information, dependency_context, stands_alone
 
 
 def turns(*texts: str) -> list[dict[str, Any]]:
@@ -24,8 +24,7 @@ BARE = dependency_context(turns(*REQUEST), FOLLOW_UP)
 
 
 def test_every_turn_of_the_thread_is_what_a_follow_up_depends_on() -> None:
-    assert BARE is not None and BARE.split("\n") == [REQUEST[0], "For order PT-4821 I can send a new teapot or "
-                                                     "refund it.", REQUEST[2], REQUEST[3]]
+    assert BARE is not None and BARE.split("\n") == list(REQUEST)
 
 
 def test_an_unrelated_question_asked_first_leaves_the_context() -> None:
@@ -65,14 +64,51 @@ def test_a_follow_up_that_points_back_keeps_even_an_unrelated_last_exchange() ->
 
 
 @pytest.mark.parametrize("message", ["Book the cheaper one.", "And the price?", "yes", "What about Tuesday?",
-                                     "Can you insure it?", "Send their phone number."],
-                         ids=["comparative", "ellipsis", "bare-yes", "what-about", "pronoun", "possessive"])
+                                     "Can you insure it?", "Send their phone number.", "What is the address?",
+                                     "When does the museum open?", "How long will that take?",
+                                     "Can you explain that error?", "Is it open on Sundays?",
+                                     "Which one is the cheapest?",
+                                     "Is there another way?"],
+                         ids=["comparative", "ellipsis", "bare-yes", "what-about", "pronoun", "possessive",
+                              "bare-definite", "definite-subject", "demonstrative-subject", "demonstrative-noun",
+                              "pronoun-with-be", "one-superlative", "another"])
 def test_a_message_that_points_back_does_not_stand_alone(message: str) -> None:
     assert not stands_alone(message)
 
 
-def test_a_whole_question_stands_alone() -> None:
-    assert stands_alone("How do I reset my router password?")
+@pytest.mark.parametrize("message", ["How do I reset my router password?", "Is it safe to eat raw eggs?",
+                                     "Is there a way to export my notes as PDF?", "What is the capital of France?",
+                                     "My laptop is slow, how do I fix it?", "Who was the first president of France?",
+                                     "What is the best way to learn Python?"],
+                         ids=["whole", "expletive-it", "existential-there", "definite-with-which",
+                              "own-antecedent", "ordinal-with-its-set", "superlative-with-its-set"])
+def test_a_whole_question_stands_alone(message: str) -> None:
+    assert stands_alone(message)
+
+
+@pytest.mark.parametrize(("message", "asks"), [("How do I reset my router password?", True),
+                                               ("Is it safe to pay with PayPal on the website?", True),
+                                               ("Will I lose my settings?", False),
+                                               ("Can you book a table for two at Sino?", False),
+                                               ("I want to book a table at 7pm.", False)])
+def test_a_request_to_act_is_no_question_for_information(message: str, asks: bool) -> None:
+    assert asks_for_information(message) is asks
+
+
+SETTLED = ("My card ending 4242 was charged twice.", "I can see both charges on card 4242; the second is refunded.")
+
+
+def test_a_question_for_information_after_settled_unrelated_history_is_a_single_turn() -> None:
+    assert dependency_context(turns(*SETTLED), "How do I reset my router password?") is None
+
+
+@pytest.mark.parametrize(("history", "question"), [
+    (SETTLED, "How do I see the charges on my card?"),
+    (("I'm vegetarian.", "Noted!"), "What is a good recipe for dinner tonight?"),
+    (SETTLED, "Can you reset my router password?"),
+], ids=["shares-a-word", "constraint-not-taken-up", "request-to-act"])
+def test_history_that_may_change_the_question_keeps_it_a_follow_up(history: tuple[str, str], question: str) -> None:
+    assert dependency_context(turns(*history), question) is not None
 
 
 def test_only_the_last_turns_are_read() -> None:
