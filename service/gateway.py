@@ -140,6 +140,9 @@ class Gateway:
             return None
         verdict = Verdict.COALESCED
         self.rt.metrics.requests.labels(exchange.dialect.name, verdict.value).inc()
+        usage = exchange.dialect.usage(shared.body)
+        if usage is not None:  # answered by another request's trip upstream: one call saved
+            self.rt.ledger.saved(_account(exchange), usage)
         self.observer.time(exchange, verdict)
         headers = deja_headers(exchange, Lookup(verdict), verdict)
         if shared.entry_id is not None:

@@ -107,6 +107,10 @@ async def test_a_burst_of_identical_chat_requests_makes_one_upstream_call(gw: In
     # a streamed miss sends its headers before its answer is stored: only the followers name the entry
     assert len({r.headers["x-deja-entry"] for r in responses if r.headers["x-deja-cache"] != "miss"}) == 1
     assert await gw.metric('deja_requests_total{api="chat",verdict="hit-coalesced"}') == BURST - 1
+    if not stream:  # each follower saved a call of the stub's 10 input and 5 output tokens (a stream reports none)
+        [saved] = gw.runtime.ledger.rows()
+        assert (saved.hits, saved.saved.input_tokens, saved.saved.output_tokens) == (BURST - 1, 10 * (BURST - 1),
+                                                                                     5 * (BURST - 1))
     assert (await gw.chat("what is the capital of peru")).headers["x-deja-cache"] == "hit-exact"
 
 
