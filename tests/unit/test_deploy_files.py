@@ -143,7 +143,8 @@ class PipInstall:
 
     @property
     def installs_project(self) -> bool:
-        return any(t == "." or t.startswith(".[") for t in self.targets)
+        return any(t in (".", "-e .") or t.startswith(".[") or re.fullmatch(r"\S*/deja-\S+\.whl", t)
+                   for t in self.targets)
 
 
 def pip_installs(shell_commands: list[str]) -> list[PipInstall]:
@@ -165,25 +166,31 @@ def _pip_install(args: list[str]) -> PipInstall:
     index_url = None
     words = iter(args)
     for word in words:
-        if word in _PIP_VALUE_OPTIONS:
+        if word in (">", ">>"):  # a redirection: its file is no target, nor the stream number before it
+            next(words)
+            targets = targets[:-1] if targets and targets[-1].isdigit() else targets
+        elif word in _PIP_VALUE_OPTIONS:
             value = next(words)
             index_url = value if word in ("-i", "--index-url") else index_url
+            targets += [f"-r {value}"] if word in ("-r", "--requirement") else []
         elif not word.startswith("-"):
             targets.append(word)
     return PipInstall(tuple(targets), index_url)
 
 
 def install_script_commands() -> list[str]:
-    return [line for line in INSTALL_SCRIPT.read_text().splitlines() if not line.lstrip().startswith("#")]
+    """The script's commands, comments dropped and continuation lines joined."""
+    lines = [line for line in INSTALL_SCRIPT.read_text().splitlines() if not line.lstrip().startswith("#")]
+    return "\n".join(lines).replace("\\\n", " ").splitlines()
 
 
 def dockerfile_run_commands() -> list[str]:
     return [ins.args for ins in dockerfile() if ins.keyword == "RUN"]
 
 
-def pyproject_torch_pin() -> str:
-    dependencies = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    return next(dep.replace(" ", "") for dep in dependencies if dep.replace(" ", "").startswith("torch=="))
+def pyproject_dependencies() -> list[str]:
+    dependencies: list[str] = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    return dependencies
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -326,24 +333,46 @@ def test_image_is_python_slim_non_root_and_offline() -> None:
     assert [ins for ins in final_stage() if ins.keyword == "HEALTHCHECK"]
 
 
-@pytest.mark.parametrize("source", ["Dockerfile", "scripts/install.sh"])
-def test_torch_is_installed_pinned_before_the_project(source: str) -> None:
-    commands = dockerfile_run_commands() if source == "Dockerfile" else install_script_commands()
-    steps = [s for s in pip_installs(commands) if s.torch_pins or s.installs_project]
-
-    assert [(bool(s.torch_pins), s.installs_project) for s in steps] == [(True, False), (False, True)]
-    assert steps[0].torch_pins == [pyproject_torch_pin()] == ["torch==2.13.0"]
+HEAVY = ("torch", "sentence-transformers", "transformers", "scikit-learn", "scipy", "matplotlib")
 
 
-def test_dockerfile_pip_steps_match_the_install_script() -> None:
-    docker = [s for s in pip_installs(dockerfile_run_commands()) if s.torch_pins or s.installs_project]
-    script = [s for s in pip_installs(install_script_commands()) if s.torch_pins or s.installs_project]
+def test_the_product_depends_on_no_deep_learning_framework() -> None:
+    named = {re.split(r"[\s\[<>=!~;]", dep, maxsplit=1)[0].lower() for dep in pyproject_dependencies()}
+    assert named and not named & set(HEAVY)
 
-    assert [s.torch_pins for s in docker] == [s.torch_pins for s in script]
-    assert [s.installs_project for s in docker] == [s.installs_project for s in script]
-    # The image takes the CPU build from PyTorch's index; the project itself comes from PyPI as in the script.
-    assert docker[0].index_url == "https://download.pytorch.org/whl/cpu"
-    assert docker[1].index_url is None and docker[1].targets == (".",)
+
+def test_the_image_installs_the_product_lock_then_the_wheel_and_no_torch() -> None:
+    steps = pip_installs(dockerfile_run_commands())
+    targets = [step.targets for step in steps if step.targets and step.targets != ("pip",)]
+    assert targets[:2] == [("-r requirements/product.lock.txt",), ("/tmp/dist/deja-0.1.0-py3-none-any.whl",)]
+    assert steps[-1].installs_project and all(not s.torch_pins and s.index_url is None for s in steps)
+    assert not [t for step in steps for t in step.targets if t.split("==")[0] in HEAVY]
+
+
+def test_the_install_script_installs_torch_from_its_lock_before_the_project() -> None:
+    """Only with --dev: the lock's torch line (CPU build, hash) alone, from a local wheel folder or PyTorch's CPU
+    index (PyPI has only the CUDA build); then the lock, then the project without resolving anything."""
+    steps = pip_installs(install_script_commands())
+    torch_steps = [s for s in steps if s.targets == ("-r $torch_lock",)]
+    assert [s.index_url for s in torch_steps] == [None, "https://download.pytorch.org/whl/cpu"]
+    order = [i for i, s in enumerate(steps) if s in torch_steps or s.installs_project]
+    assert order == sorted(order) and steps[order[-1]].installs_project
+
+
+def test_the_wheel_carries_every_data_file_the_product_reads() -> None:
+    """pyproject's package data covers every non-Python file under the packages (migrations, the WordNet table,
+    the tokenizer, the label page): a wheel installed in an empty folder reads them all."""
+    import fnmatch
+
+    package_data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    missing = []
+    for package in ("index", "service", "eval"):
+        for path in (REPO / package).rglob("*"):
+            if path.is_file() and path.suffix not in (".py", ".pyc") and "__pycache__" not in path.parts:
+                relative = path.relative_to(REPO / package).as_posix()
+                if not any(fnmatch.fnmatch(relative, pattern) for pattern in package_data.get(package, [])):
+                    missing.append(f"{package}/{relative}")
+    assert missing == []
 
 
 def test_dockerignore_keeps_the_venv_git_and_caches_out() -> None:
