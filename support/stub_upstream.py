@@ -213,6 +213,9 @@ class _Handler(BaseHTTPRequestHandler):
         return f"{text} {credential_tag(self.headers)}" if self.state.tag_credentials else text
 
     def _stream(self, events: list[bytes], failure: str | None) -> None:
+        usage = self.state.usage.get(self.path)
+        if usage is not None:
+            events = [_stream_usage(event, usage) for event in events]
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
@@ -233,6 +236,24 @@ class _Handler(BaseHTTPRequestHandler):
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+
+def _stream_usage(event: bytes, usage: Mapping[str, Any]) -> bytes:
+    """A stream event with `usage` where the API reports it: Anthropic's input counts in `message_start` and its
+    output count in `message_delta`, the whole usage in Responses' `response.completed` (a chat stream reports
+    none here)."""
+    head, marker, payload = event.partition(b"data: ")
+    data = json.loads(payload)
+    kind = data.get("type")
+    if kind == "message_start":
+        data["message"]["usage"] = {**{k: v for k, v in usage.items() if k != "output_tokens"}, "output_tokens": 1}
+    elif kind == "message_delta":
+        data["usage"] = {"output_tokens": usage.get("output_tokens", 0)}
+    elif kind == "response.completed":
+        data["response"]["usage"] = copy.deepcopy(dict(usage))
+    else:
+        return event
+    return head + marker + json.dumps(data).encode() + b"\n\n"
 
 
 class _Server(ThreadingHTTPServer):

@@ -110,6 +110,21 @@ def test_an_exact_hit_saves_the_priced_sum_of_its_kinds(gateway: GatewayProcess,
     assert row["provider_cache_share"] == pytest.approx(1000 / (1300 if api == "messages" else 1200))
 
 
+@pytest.mark.parametrize(("api", "model", "prompt_tokens"), [("responses", "gpt-4.1", 1200),
+                                                             ("messages", "claude-haiku-4-5", 1300)],
+                         ids=["responses", "messages"])
+def test_a_streamed_answer_is_priced_by_kind_too(gateway: GatewayProcess, api: str, model: str,
+                                                 prompt_tokens: int) -> None:
+    api_key = f"sk-stream-{uuid.uuid4().hex}"
+    with httpx.Client(base_url=gateway.url) as client:
+        verdicts = [ask(client, api, api_key, "How do I merge two invoices?", model, stream=True).headers[
+            "x-deja-cache"] for _ in range(2)]
+    assert verdicts == ["miss", "hit-exact"]
+    row = savings(gateway)[(_ns(api_key), api, model)]
+    assert row["saved_tokens"]["cached_input"] == 1000 and row["saved_tokens"]["output"] == 300
+    assert row["provider_cache_share"] == pytest.approx(1000 / prompt_tokens)
+
+
 def test_an_unknown_model_shows_its_tokens_and_no_price(gateway: GatewayProcess) -> None:
     api_key = f"sk-unknown-{uuid.uuid4().hex}"
     with httpx.Client(base_url=gateway.url) as client:
