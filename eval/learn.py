@@ -167,7 +167,8 @@ class _Deployment:
         self.product: Product = build(config.product(), clock=self.clock)
         sampler = AuditSampler(config.audit_rate, config.audit_calls_per_hour, self.clock, calls_per_audit=2)
         self.rules = LabelRules(config.labelling(), sampler, AnswerBaselines(), self.product.differences, embedder,
-                                self.product.book.over_budget, self.clock)
+                                self.product.book.over_budget, self.clock, config.policy.prior_for,
+                                self.product.book.thin)
         self.cache = Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder, CacheConfig(config.policy),
                            matcher=self.product.matcher)
         # The evidence a gateway's decision log holds (`index.storage.evidence`), oldest first.

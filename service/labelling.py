@@ -22,7 +22,7 @@ class Labelling:
         self.rt = runtime
         self.rules = LabelRules(runtime.settings.labelling(), runtime.audit_sampler, runtime.answer_baselines,
                                 runtime.differences, runtime.background_embedder, runtime.learned.over_budget,
-                                runtime.clock)
+                                runtime.clock, runtime.policy.prior_for, runtime.learned.thin)
         self.labeler = Labeler(runtime, self.rules)
 
     def audit(self, exchange: Exchange, lookup: Lookup, cached: CachedResponse) -> None:

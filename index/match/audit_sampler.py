@@ -1,7 +1,11 @@
 """Which served semantic hits are audited: `DEJA_AUDIT_RATE` of them as the default share, and more where an audit
-teaches most (a namespace whose budget the learner's statistic says does not hold, a candidate just above its
-threshold, a young entry), each boost a multiple of the default share. The extra upstream calls of labelling
-(extra audits, and LLM label calls for shadows) share one hourly allowance,
+teaches most (a namespace whose budget the learner's statistic says does not hold, a hit in a band the learner
+opened below the cold-start threshold, a candidate just above its threshold, a namespace whose bound still rests
+mostly on the prior, a young entry), each boost a multiple
+of the default share. A band the learner opened keeps being measured: its hits are audited at `OPENED_BOOST` times
+the default share (20% at the default 1%, within the allowance), so a band whose wrong rate rose past the budget
+gives the labels that close it within a bounded number of served requests (`docs/budget.md`). The extra upstream
+calls of labelling (extra audits, and LLM label calls for shadows) share one hourly allowance,
 `DEJA_AUDIT_CALLS_PER_HOUR`; base-share audits do not draw on it. The gateway and `eval replay --learn` use the
 same sampler."""
 
@@ -15,7 +19,9 @@ from index.match.allowance import Allowance, HourlyAllowance
 
 # Multiples of the default share for each reason (the largest applies).
 OVER_BUDGET_BOOST = 20.0
+OPENED_BOOST = 20.0
 UNCERTAIN_BOOST = 10.0
+THIN_BOOST = 10.0
 YOUNG_BOOST = 5.0
 # A candidate whose cosine is within this much of its threshold is uncertain; an entry younger than this is young.
 UNCERTAIN_MARGIN = 0.05
@@ -25,6 +31,8 @@ YOUNG_SECONDS = 3600.0
 class AuditReason(StrEnum):
     BASE = "base"
     OVER_BUDGET = "over_budget"
+    OPENED = "opened"
+    THIN = "thin"
     UNCERTAIN = "uncertain"
     YOUNG = "young"
 
@@ -33,12 +41,16 @@ class AuditReason(StrEnum):
 class HitFacts:
     """What the sampler knows of a served hit. `over_budget`: the learner's upper bound on wrong ÷ served at the
     namespace's threshold in force is above the budget (`index.match.threshold_book.ThresholdBook.over_budget`).
-    `similarity` and `threshold`: the cosine and the threshold it met (a hit served on its cosine), else None."""
+    `similarity` and `threshold`: the cosine and the threshold it met (a hit served on its cosine), else None;
+    `prior`: the cold-start threshold of the hit's kind (a hit below it sits in a band the learner opened)."""
 
     over_budget: bool
     similarity: float | None
     threshold: float | None
     entry_age: float
+    prior: float | None = None
+    # The bound at the threshold in force rests on fewer labels than it needs (`ThresholdState.thin`).
+    thin: bool = False
 
 
 class AuditSampler:
@@ -60,8 +72,12 @@ class AuditSampler:
         if facts.over_budget:
             return OVER_BUDGET_BOOST, AuditReason.OVER_BUDGET
         similarity, threshold = facts.similarity, facts.threshold
+        if similarity is not None and facts.prior is not None and similarity < facts.prior - 1e-9:
+            return OPENED_BOOST, AuditReason.OPENED
         if similarity is not None and threshold is not None and similarity - threshold < UNCERTAIN_MARGIN:
             return UNCERTAIN_BOOST, AuditReason.UNCERTAIN
+        if similarity is not None and facts.thin:
+            return THIN_BOOST, AuditReason.THIN
         if facts.entry_age < YOUNG_SECONDS:
             return YOUNG_BOOST, AuditReason.YOUNG
         return 1.0, AuditReason.BASE

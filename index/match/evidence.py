@@ -1,8 +1,12 @@
 """The evidence behind a namespace's threshold, per cosine band: how much traffic would be served in each band
 (every request whose first servable candidate sits there, labelled or not: free), and the labels of such
-candidates (shadows of near misses below the threshold, audits of hits above it). Newer evidence weighs more: a
-request's weight halves every `HALF_LIFE_REQUESTS` newer requests of its kind, a label's every `HALF_LIFE_LABELS`
-newer labels, so the threshold can follow a cache that grows.
+candidates (shadows of near misses below the threshold, audits of hits above it). Newer evidence weighs more, and
+both age on one clock, the stream's traffic: a request's weight halves every `HALF_LIFE_REQUESTS` newer requests of
+its kind, a label's every `HALF_LIFE_LABELS` newer requests. Labels do not age on their own count: once a band
+opens, its requests are served and only audited, so labels arrive far more slowly while the traffic (and the
+cache's twins, which change what a band's cosine means) keeps coming; a label clock would keep the labels gathered
+before the band opened at full weight for as long as that (the near-twin trace's 5% wrong ÷ served). On the
+traffic clock, evidence ages with the traffic that changes it.
 
 `Totals` keeps that evidence as running totals, one event at a time (a request, a label, a label that changes its
 mind), each band aged lazily to the stream's own counters: the shared store (`index.storage.evidence`) keeps one
@@ -19,9 +23,10 @@ from index.match.outcome import Kind
 
 # Width of one band of cosine similarity; thresholds are chosen on band edges.
 BAND_WIDTH = 0.01
-# Observations this many newer ones back weigh half (would-serve requests and labels age apart: labels are rarer).
+# Observations this many newer requests of the stream back weigh half: would-serve mass, and labels (on the same
+# clock, a shorter half-life: what a band's labels say must keep up with what it serves now).
 HALF_LIFE_REQUESTS = 4000
-HALF_LIFE_LABELS = 1500
+HALF_LIFE_LABELS = 600
 # On requests alone a stream's mass is published again at most this many requests apart (a quarter of a half-life).
 REPUBLISH_REQUESTS = 1000
 
@@ -42,7 +47,8 @@ class Observation:
 
 @dataclass(frozen=True)
 class Band:
-    """One band [low, low + BAND_WIDTH): aged would-serve mass and aged right/wrong labels."""
+    """One band [low, low + BAND_WIDTH): aged would-serve mass and aged right/wrong labels (both aged to the stream's
+    latest request)."""
 
     low: float
     mass: float
@@ -130,7 +136,7 @@ def aged(value: float, since: int, now: int, half_life: float) -> float:
 @dataclass
 class BandTotals:
     """One band's running totals: would-serve mass aged to the stream's `mass_at`-th request, right and wrong
-    labels aged to its `labels_at`-th label, and the mass as of the stream's last publication (`served`)."""
+    labels aged to its `labels_at`-th request, and the mass as of the stream's last publication (`served`)."""
 
     mass: float = 0.0
     mass_at: int = 0
@@ -178,8 +184,8 @@ class Totals:
         self.observations += 1
 
     def label(self, low: float, correct: bool, aging: Aging) -> int:
-        """A newly labelled decision in the band at `low`; returns its place among the stream's labels (what
-        `relabel` needs to find its weight again)."""
+        """A newly labelled decision in the band at `low`; returns the stream's request clock at the time it was
+        counted (what `relabel` needs to find its weight again)."""
         self.labels += 1
         self.labelled += 1
         band = self._labels_now(low, aging)
@@ -187,13 +193,13 @@ class Totals:
             band.right += 1.0
         else:
             band.wrong += 1.0
-        return self.labels
+        return self.requests
 
     def relabel(self, low: float, seq: int, correct: bool, aging: Aging) -> None:
-        """The decision counted as the `seq`-th label (in the band at `low`) is now labelled `correct` (a label of
+        """The decision counted at request clock `seq` (in the band at `low`) is now labelled `correct` (a label of
         higher precedence, or the same source again, said otherwise): its aged weight changes sides."""
         band = self._labels_now(low, aging)
-        weight = 0.5 ** ((self.labels - seq) / aging.half_life_labels)
+        weight = 0.5 ** (max(0, self.requests - seq) / aging.half_life_labels)
         if correct:
             band.wrong, band.right = max(0.0, band.wrong - weight), band.right + weight
         else:
@@ -201,9 +207,9 @@ class Totals:
 
     def _labels_now(self, low: float, aging: Aging) -> BandTotals:
         band = self.bands.setdefault(low, BandTotals())
-        band.right = aged(band.right, band.labels_at, self.labels, aging.half_life_labels)
-        band.wrong = aged(band.wrong, band.labels_at, self.labels, aging.half_life_labels)
-        band.labels_at = self.labels
+        band.right = aged(band.right, band.labels_at, self.requests, aging.half_life_labels)
+        band.wrong = aged(band.wrong, band.labels_at, self.requests, aging.half_life_labels)
+        band.labels_at = self.requests
         return band
 
     def publish(self, aging: Aging) -> None:
@@ -231,7 +237,7 @@ class Totals:
             if band is None:
                 bands.append(Band(low, 0.0, 0.0, 0.0))
                 continue
-            right = aged(band.right, band.labels_at, self.labels, aging.half_life_labels)
-            wrong = aged(band.wrong, band.labels_at, self.labels, aging.half_life_labels)
+            right = aged(band.right, band.labels_at, self.requests, aging.half_life_labels)
+            wrong = aged(band.wrong, band.labels_at, self.requests, aging.half_life_labels)
             bands.append(Band(low, mass[low], right, wrong))
         return Evidence(tuple(bands), observations, self.labelled, fixed)

@@ -53,9 +53,11 @@ class LabelConfig:
         return 1.0 - 2.0 * self.label_model_error_rate
 
 
-def hit_facts(lookup: Lookup, over_budget: bool, now: float) -> HitFacts:
+def hit_facts(lookup: Lookup, over_budget: bool, now: float, prior: float | None = None,
+              thin: bool = False) -> HitFacts:
     """What the audit sampler reads of a served hit. Where the learner's statistic says the budget does not hold
-    (for the hit's kind), and near the threshold, is where an audit teaches most: the cosine against the threshold
+    (for the hit's kind), in a band the learner opened below the kind's cold-start threshold, and near the
+    threshold, is where an audit teaches most: the cosine against the threshold
     the decision held it to (`Decision.threshold`: a hit served on its cosine in guarded mode; a plain rewording is
     served on its content and is never near a threshold)."""
     decision = lookup.decision
@@ -64,7 +66,8 @@ def hit_facts(lookup: Lookup, over_budget: bool, now: float) -> HitFacts:
     if decision is not None and policy is not None and policy.guarded and decision.basis == COSINE:
         similarity, threshold = decision.similarity, decision.threshold
     created = lookup.response.created_at if lookup.response is not None else now
-    return HitFacts(over_budget, similarity, threshold, now - created)
+    return HitFacts(over_budget, similarity, threshold, now - created, prior if similarity is not None else None,
+                    thin)
 
 
 def teach(differences: Differences, case: LabelCase, same: bool, weight: float = 1.0) -> None:
@@ -77,12 +80,15 @@ def teach(differences: Differences, case: LabelCase, same: bool, weight: float =
 
 class LabelRules:
     """The rules with the state they read: the audit sampler and its hourly allowance, the namespaces' baselines of
-    the upstream's variation, the remembered differences, the embedder that compares answers and the learner's
-    statistic (`over_budget`: `ThresholdBook.over_budget`). Thread-safe."""
+    the upstream's variation, the remembered differences, the embedder that compares answers, the learner's
+    statistic (`over_budget`: `ThresholdBook.over_budget`; `thin`: `ThresholdBook.thin`, a bound that still rests
+    mostly on the prior) and each kind's cold-start threshold (`prior`: the
+    deployment policy's `prior_for`; a hit below it sits in a band the learner opened). Thread-safe."""
 
     def __init__(self, config: LabelConfig, sampler: AuditSampler, baselines: AnswerBaselines,
                  differences: Differences, embedder: Embedder, over_budget: Callable[[str, Kind], bool],
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], prior: Callable[[Kind], float] | None = None,
+                 thin: Callable[[str, Kind], bool] | None = None) -> None:
         self.config = config
         self.sampler = sampler
         self.baselines = baselines
@@ -90,12 +96,16 @@ class LabelRules:
         self.embedder = embedder
         self.over_budget = over_budget
         self.clock = clock
+        self.prior = prior
+        self.thin = thin
 
     def audit(self, namespace: str, lookup: Lookup, draw: float) -> AuditReason | None:
         """Audit this served semantic hit? `draw` is uniform in [0, 1)."""
         decision = lookup.decision
         over = decision is not None and self.over_budget(namespace, decision.kind)
-        return self.sampler.draw(hit_facts(lookup, over, self.clock()), draw)
+        prior = None if decision is None or self.prior is None else self.prior(decision.kind)
+        thin = decision is not None and self.thin is not None and self.thin(namespace, decision.kind)
+        return self.sampler.draw(hit_facts(lookup, over, self.clock(), prior, thin), draw)
 
     @property
     def audit_asks_twice(self) -> bool:

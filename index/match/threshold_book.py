@@ -137,6 +137,12 @@ class ThresholdBook:
         state = self._states.get((namespace, kind))
         return state is not None and state.upper > self.config.budget
 
+    def thin(self, namespace: str, kind: Kind = Kind.COSINE) -> bool:
+        """The bound at `namespace`'s threshold in force for `kind` rests mostly on the prior (too few labels of what
+        it serves, `ThresholdState.thin`): its hits are audited densely. True while the kind has no evidence."""
+        state = self._states.get((namespace, kind))
+        return state is None or state.thin
+
     def states(self) -> dict[tuple[str, Kind], ThresholdState]:
         with self._lock:
             return dict(self._states)
