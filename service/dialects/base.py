@@ -83,10 +83,6 @@ class Dialect(Protocol):
         """The answer's text (and tool calls), for comparing two answers in labels."""
         ...
 
-    def tokens(self, answer: Mapping[str, Any]) -> int | None:
-        """Tokens the answer cost upstream (input + output), for the tokens-saved metric."""
-        ...
-
     def usage(self, answer: Mapping[str, Any]) -> Usage | None:
         """What the call that gave `answer` cost upstream, by token kind (None: the answer reports no usage)."""
         ...

@@ -99,10 +99,6 @@ class ChatDialect:
     def answer_text(self, answer: Mapping[str, Any] | None) -> str:
         return answer_text(dict(answer) if answer else None)
 
-    def tokens(self, answer: Mapping[str, Any]) -> int | None:
-        total = (answer.get("usage") or {}).get("total_tokens")
-        return total if isinstance(total, int) else None
-
     def usage(self, answer: Mapping[str, Any]) -> Usage | None:
         return openai_usage(answer.get("usage"), "prompt_tokens", "completion_tokens", "prompt_tokens_details")
 

@@ -131,13 +131,6 @@ class MessagesDialect:
                 parts.append(f"{block.get('name')}({json.dumps(block.get('input'), sort_keys=True)})")
         return "\n".join(parts)
 
-    def tokens(self, answer: Mapping[str, Any]) -> int | None:
-        usage = answer.get("usage") or {}
-        counts = [usage.get(k) for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens",
-                                         "cache_read_input_tokens")]
-        numbers = [c for c in counts if isinstance(c, int)]
-        return sum(numbers) if numbers else None
-
     def usage(self, answer: Mapping[str, Any]) -> Usage | None:
         """Anthropic's `input_tokens` excludes the cache's reads (`cache_read_input_tokens`) and writes
         (`cache_creation_input_tokens`), each billed at a rate of its own."""

@@ -145,10 +145,6 @@ class ResponsesDialect:
                 parts.append(f"{item.get('name')}({item.get('arguments')})")
         return "\n".join(parts)
 
-    def tokens(self, answer: Mapping[str, Any]) -> int | None:
-        total = (answer.get("usage") or {}).get("total_tokens")
-        return total if isinstance(total, int) else None
-
     def usage(self, answer: Mapping[str, Any]) -> Usage | None:
         return openai_usage(answer.get("usage"), "input_tokens", "output_tokens", "input_tokens_details")
 

@@ -8,6 +8,7 @@ import anthropic
 import httpx2
 import pytest
 
+from index.pricing.usage import Usage
 from index.request.keys import LookupMode, build_key, key_for
 from service.dialects import MESSAGES
 from service.errors import BadRequest
@@ -173,6 +174,6 @@ def test_hit_gets_its_own_id() -> None:
     assert one["id"] != two["id"] and one["id"].startswith("msg_deja_") and one["content"] == RICH["content"]
 
 
-def test_answer_text_and_tokens() -> None:
+def test_answer_text_and_usage() -> None:
     assert MESSAGES.answer_text(RICH) == 'Let me look that up.\nweather({"city": "Paris", "days": [1, 2]})'
-    assert MESSAGES.tokens(RICH) == 54
+    assert MESSAGES.usage(RICH) == Usage(input_tokens=30, cached_input_tokens=4, output_tokens=20)

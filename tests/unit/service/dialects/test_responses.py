@@ -8,6 +8,7 @@ import httpx2
 import openai
 import pytest
 
+from index.pricing.usage import Usage
 from index.request.keys import LookupMode, build_key, key_for
 from service.dialects import RESPONSES
 from service.errors import BadRequest
@@ -163,6 +164,6 @@ def test_audit_does_not_leave_a_stored_response_upstream() -> None:
     assert RESPONSES.audit_body({**BODY, "stream": True}) == {**BODY, "stream": False, "store": False}
 
 
-def test_answer_text_and_tokens() -> None:
+def test_answer_text_and_usage() -> None:
     assert RESPONSES.answer_text(RICH) == 'Open settings, then Reset.\nreset({"user": "me"})'
-    assert RESPONSES.tokens(RICH) == 16
+    assert RESPONSES.usage(RICH) == Usage(input_tokens=9, output_tokens=7)
