@@ -191,6 +191,7 @@ async def run_one(backend: str, namespaces: int, args: argparse.Namespace) -> Fi
 
 
 def report(results: list[Figures]) -> None:
+    """The rows so far, flushed."""
     print(f"{'backend':<10}{'namespaces':>11}{'streams':>9}{'first pass CPU s':>18}{'pass CPU s':>12}"
           f"{'learner s':>11}{'pass wall s':>13}{'chosen':>8}{'hit p50 ms':>12}{'p50 / 1 ns':>12}"
           f"{'flush ms':>10}{'bare ms':>9}")
@@ -201,7 +202,8 @@ def report(results: list[Figures]) -> None:
         print(f"{figures.backend:<10}{figures.namespaces:>11}{figures.streams:>9}{figures.first_cpu:>18.2f}"
               f"{statistics.median(figures.pass_cpu):>12.3f}{statistics.median(figures.learner_cpu):>11.3f}"
               f"{statistics.median(figures.pass_wall):>13.3f}{round(statistics.median(figures.chosen)):>8}{p50:>12.2f}"
-              f"{p50 / statistics.median(one.hits_ms):>12.2f}{figures.flush_ms:>10.1f}{figures.bare_flush_ms:>9.1f}")
+              f"{p50 / statistics.median(one.hits_ms):>12.2f}{figures.flush_ms:>10.1f}{figures.bare_flush_ms:>9.1f}",
+              flush=True)
 
 
 def main() -> None:
@@ -218,9 +220,8 @@ def main() -> None:
     for backend in args.backends.split(","):
         for count in (int(c) for c in args.namespaces.split(",")):
             figures = asyncio.run(run_one(backend, count, args))
-            print(f"  {backend} {count}: done", flush=True)
             results.append(figures)
-    report(results)
+            report(results)  # as each row comes in: a long run cut short keeps what it measured
 
 
 if __name__ == "__main__":
