@@ -10,6 +10,7 @@ carries, not by a list of its words. The step `context` of `index.match.steps` r
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -23,7 +24,7 @@ from index.guards.stages import StepResult
 from index.guards.text import CACHE_SIZE, FUNCTION_WORDS, normalize, stem
 from index.guards.textdiff import ratio
 from index.guards.wordnet import Relation, load_wordnet
-from index.request.context import commits, refers_back, sentences
+from index.request.context import STOPWORDS, commits, refers_back, sentences
 
 # `Decision.vetoed_by` of each context difference.
 VALUE = "context:value"
@@ -46,6 +47,10 @@ _SPLIT_INLINE = re.compile(r",\s*(?:or\s+|and\s+)?|\s+or\s+|\s+and\s+")
 # Words that never make two contexts ask about different things when they are all that differs.
 _FORM = (frozenset(stem(w) for w in FREE_WORDS | FUNCTION_WORDS | {"ok", "okay", "alright"})
          - {"not", "no", "never", "without", "nor", "neither"})
+
+
+# Words too common to show that a sentence is taken up ("day" in "have a nice day" and "within 30 days").
+_STOP = frozenset(stem(w) for w in STOPWORDS)
 
 
 @dataclass(frozen=True)
@@ -110,7 +115,11 @@ class ContextRule:
         said: dict[str, set[str]] = {}
         for word in surface:
             said.setdefault(_word_key(word), set()).add(word)
-        parts = [(_stems_of(s), self._carries(s)) for s in sentences(context)]
+        lines = context.split("\n")
+        # a turn right after a question ("What genre?" / "Drama.") answers it: never small talk
+        answers = [i > 0 and lines[i - 1].rstrip().endswith("?") for i in range(len(lines))]
+        parts = [(_stems_of(s), answer or self._carries(s)) for line, answer in zip(lines, answers, strict=True)
+                 for s in sentences(line)]
         carried = frozenset().union(*(stems for stems, carries in parts if carries))
         idle = frozenset().union(*(stems for stems, carries in parts if not carries)) - carried
         return _Text(values, frozenset(surface), options, surface, tuple(_word_key(w) for w in surface), value_stems,
@@ -132,7 +141,10 @@ class ContextRule:
         sentences that carry nothing and that no other sentence of either context, nor the question, takes up."""
         if ratio(q.stems, c.stems) < self._min_aligned:
             return None
-        only_q, only_c = set(q.stems) - set(c.stems), set(c.stems) - set(q.stems)
+        # said more often on one side ("the kitchen speaker" and later "the TV" against "the kitchen speaker" twice):
+        # a word said elsewhere in the other thread does not hide that it was replaced here
+        counts_q, counts_c = Counter(q.stems), Counter(c.stems)
+        only_q, only_c = set(counts_q - counts_c), set(counts_c - counts_q)
         free = _FORM | q.value_stems | c.value_stems
         asked_stems = frozenset().union(*(_stems_of(text) for text in asked))
         said_q, said_c = dict(q.said), dict(c.said)
@@ -160,9 +172,10 @@ def _small_talk(stem_: str, side: _Text, other: _Text, asked: frozenset[str]) ->
     if stem_ not in side.idle:
         return False
     holding = [s for s in side.sentence_stems if stem_ in s]
-    rest = [s for s in side.sentence_stems if stem_ not in s] + list(other.sentence_stems)
+    # a sentence said twice ("Hope your day is going well." opening and closing a turn) takes nothing up
+    rest = [s for s in side.sentence_stems if stem_ not in s] + [s for s in other.sentence_stems if s not in holding]
     elsewhere = frozenset().union(*rest) | asked
-    return all(not ((s - _FORM) & elsewhere) for s in holding)
+    return all(not ((s - _FORM - _STOP) & elsewhere) for s in holding)
 
 
 def _stems_of(text: str) -> frozenset[str]:

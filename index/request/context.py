@@ -140,6 +140,8 @@ def _points_back_at(tokens: Sequence[str], i: int) -> bool:
     """The word at `i` stands for, or relates to, something the question does not name itself."""
     word, after = tokens[i].lower(), [t.lower() for t in tokens[i + 1:]]
     near = {t.lower() for t in tokens[max(i - 1, 0):i + 2]}
+    if word in ("this", "that") and after[:1] and after[0] in _BE and after[1:2] in (["a"], ["an"]):
+        return False  # "this is a silly question": it says what it stands for
     if word in _DEICTIC:
         return True
     if word == "that":

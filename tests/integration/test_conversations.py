@@ -52,6 +52,37 @@ def test_a_reworded_thread_is_a_miss_not_a_guess(deployment: Deployment, stub: S
     assert len(stub.state.chat_calls()) == 2
 
 
+SETTLED = turns("My card ending 4242 was charged twice for order 7781.",
+                "I can see both charges on card 4242; the second one is refunded today.")
+STANDALONE = "How do I reset my router password?"
+
+
+def test_a_question_that_stands_on_its_own_after_unrelated_history_is_served_a_single_turn_answer(
+        deployment: Deployment, stub: StubUpstream, api_key: str) -> None:
+    first = chat(deployment, api_key, turns(STANDALONE))
+    second = chat(deployment, api_key, [*SETTLED, *turns(STANDALONE)])
+    assert (first.headers["x-deja-cache"], second.headers["x-deja-cache"]) == ("miss", "hit-semantic")
+    assert len(stub.state.chat_calls()) == 1
+
+
+def test_small_talk_the_thread_takes_nothing_from_is_a_semantic_hit(deployment: Deployment, stub: StubUpstream,
+                                                                    api_key: str) -> None:
+    chat(deployment, api_key, STREAMING)
+    talk = turns("Big fan of your catalogue, it got me through a rainy winter.", "That's lovely to hear!")
+    second = chat(deployment, api_key, [*talk, *STREAMING])
+    assert second.headers["x-deja-cache"] == "hit-semantic", dict(second.headers)
+    assert len(stub.state.chat_calls()) == 1
+
+
+def test_a_follow_up_that_asks_to_act_after_the_same_history_is_not_a_single_turn(
+        deployment: Deployment, stub: StubUpstream, api_key: str) -> None:
+    """"Can you cancel my subscription?" acts on the thread's subscription: another thread is another situation."""
+    chat(deployment, api_key, [*STREAMING[:2], *turns("Can you cancel my subscription?")])
+    other = chat(deployment, api_key, [*GYM[:2], *turns("Can you cancel my subscription?")])
+    assert other.headers["x-deja-cache"] == "miss"
+    assert len(stub.state.chat_calls()) == 2
+
+
 def test_same_last_message_about_another_entity_is_a_miss(deployment: Deployment, stub: StubUpstream,
                                                           api_key: str) -> None:
     chat(deployment, api_key, STREAMING)

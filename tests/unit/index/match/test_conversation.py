@@ -163,3 +163,15 @@ def test_a_value_written_another_way_is_the_same_context(rule: ContextRule, left
 def test_another_value_written_another_way_still_differs(rule: ContextRule, left: str, right: str) -> None:
     found = rule.difference(left, right)
     assert found is not None and found.stage == VALUE
+
+
+def test_an_answer_to_the_assistants_question_is_never_small_talk(rule: ContextRule) -> None:
+    asked = "I want to see a movie.\nWhat genre?\n{}\nI found Dogman, Hackers and High Life."
+    found = rule.difference(asked.format("Drama."), asked.format("Biographical."))
+    assert found is not None and found.stage == CONTENT
+
+
+def test_a_word_said_elsewhere_does_not_hide_that_it_was_replaced(rule: ContextRule) -> None:
+    said = "Play it on the speaker in the kitchen.\nOK, playing it on the {}."
+    found = rule.difference(said.format("TV"), said.format("kitchen speaker"))
+    assert found is not None
