@@ -24,6 +24,9 @@ from index.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("DEJA_SHARED_DATASETS", ROOT.parent / "shared" / "datasets"))
+# Our conversation sets' same-answer pairs served at the defaults, all splits together (measured 2026-12-05: see
+# docs/evaluation.md "Changed details"); a rule that serves no conversation passes every must-not gate.
+MIN_CONVERSATIONS_SERVED = 0.15
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +51,12 @@ def test_every_must_not_rate_at_the_defaults_is_within_the_budget(sources: list[
     assert not broken, "; ".join(broken)
     twins = [r for r in rows if r.source == "SGD dialogues" and r.kind == "slot_twin"]
     assert twins and all(r.must_not >= 500 for r in twins)
+    # the positive side: what the safety costs is measured on every split, and conversations are served
+    sgd = [r for r in rows if r.source == "SGD dialogues" and r.kind == "*"]
+    assert all(r.same >= 100 for r in sgd), [(r.part, r.same) for r in sgd]
+    ours = [r for r in rows if r.source.startswith("conversations") and r.kind == "*"]
+    served = sum(r.same_served for r in ours) / sum(r.same for r in ours)
+    assert served >= MIN_CONVERSATIONS_SERVED, f"our conversations' same-answer pairs served {served:.1%}"
 
 
 @pytest.mark.xfail(strict=True, reason="CANNOT's negations told by rewording (\"merged with\" / \"remained "
