@@ -148,8 +148,8 @@ def _points_back_at(tokens: Sequence[str], i: int) -> bool:
         return not (after and after[0] in _SUBJECTS)  # "... that the plan ...": a clause, not a referent
     if word == "it" and near & _BE and _CLAUSE_AFTER & set(after):
         return False  # "is it safe to ...": no referent
-    if word == "there" and near & _BE:
-        return False  # "is there a way ...": existential
+    if word == "there" and (near & _BE or (i == 1 and after[:1] and after[0] in ",!.")):
+        return False  # "is there a way ...": existential; "hi there!": a greeting
     if word == "then":
         return "if" not in (t.lower() for t in tokens[:i])
     if word in _PEOPLE:
