@@ -59,10 +59,12 @@ MIN_ABBREVIATION = 3
 
 def abbreviates(a: str, b: str) -> bool:
     """One word is the other's clipped form: the shorter (at least three letters) begins the longer and is no
-    English word of its own ("dict"/"dictionary", "int"/"integer"; never "car"/"card", "pen"/"penguin")."""
+    English word of its own ("dict"/"dictionary", "int"/"integer"; never "car"/"card", "pen"/"penguin"), and the
+    longer is no compound of it and another word ("with"/"without" is a difference, never form)."""
     short, long = (a, b) if len(a) < len(b) else (b, a)
+    english = load().english
     return (len(short) >= MIN_ABBREVIATION and long.startswith(short) and short.isalpha()
-            and short not in load().english)
+            and short not in english and not (long in english and long[len(short):] in english))
 
 
 def rotated(left: tuple[str, ...], right: tuple[str, ...]) -> bool:

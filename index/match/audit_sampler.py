@@ -39,8 +39,8 @@ class AuditReason(StrEnum):
 
 @dataclass(frozen=True)
 class HitFacts:
-    """What the sampler knows of a served hit. `over_budget`: the learner's upper bound on wrong ÷ served at the
-    namespace's threshold in force is above the budget (`index.match.threshold_book.ThresholdBook.over_budget`).
+    """What the sampler knows of a served hit. `over_budget`: the budget did not hold at the kind's cold-start
+    threshold and the learner raised it (`index.match.threshold_book.ThresholdBook.over_budget`).
     `similarity` and `threshold`: the cosine and the threshold it met (a hit served on its cosine), else None;
     `prior`: the cold-start threshold of the hit's kind (a hit below it sits in a band the learner opened)."""
 

@@ -1,8 +1,9 @@
 """The evidence behind a namespace's threshold, per cosine band: how much traffic would be served in each band
 (every request whose first servable candidate sits there, labelled or not: free), and the labels of such
 candidates (shadows of near misses below the threshold, audits of hits above it). Newer evidence weighs more, and
-both age on one clock, the stream's traffic: a request's weight halves every `HALF_LIFE_REQUESTS` newer requests of
-its kind, a label's every `HALF_LIFE_LABELS` newer requests. Labels do not age on their own count: once a band
+both age on the stream's traffic: a request's weight halves every `HALF_LIFE_REQUESTS` newer requests of its kind, a
+label's every `HALF_LIFE_LABELS` newer would-serve requests (exact hits and plain rewordings, which no band holds,
+age no label). Labels do not age on their own count: once a band
 opens, its requests are served and only audited, so labels arrive far more slowly while the traffic (and the
 cache's twins, which change what a band's cosine means) keeps coming; a label clock would keep the labels gathered
 before the band opened at full weight for as long as that (the near-twin trace's 5% wrong ÷ served). On the
@@ -136,7 +137,8 @@ def aged(value: float, since: int, now: int, half_life: float) -> float:
 @dataclass
 class BandTotals:
     """One band's running totals: would-serve mass aged to the stream's `mass_at`-th request, right and wrong
-    labels aged to its `labels_at`-th request, and the mass as of the stream's last publication (`served`)."""
+    labels aged to its `labels_at`-th would-serve request (`Totals.observations`), and the mass as of the stream's
+    last publication (`served`)."""
 
     mass: float = 0.0
     mass_at: int = 0
@@ -184,8 +186,8 @@ class Totals:
         self.observations += 1
 
     def label(self, low: float, correct: bool, aging: Aging) -> int:
-        """A newly labelled decision in the band at `low`; returns the stream's request clock at the time it was
-        counted (what `relabel` needs to find its weight again)."""
+        """A newly labelled decision in the band at `low`; returns the stream's label clock (its would-serve requests)
+        at the time it was counted (what `relabel` needs to find its weight again)."""
         self.labels += 1
         self.labelled += 1
         band = self._labels_now(low, aging)
@@ -193,13 +195,13 @@ class Totals:
             band.right += 1.0
         else:
             band.wrong += 1.0
-        return self.requests
+        return self.observations
 
     def relabel(self, low: float, seq: int, correct: bool, aging: Aging) -> None:
-        """The decision counted at request clock `seq` (in the band at `low`) is now labelled `correct` (a label of
+        """The decision counted at label clock `seq` (in the band at `low`) is now labelled `correct` (a label of
         higher precedence, or the same source again, said otherwise): its aged weight changes sides."""
         band = self._labels_now(low, aging)
-        weight = 0.5 ** (max(0, self.requests - seq) / aging.half_life_labels)
+        weight = 0.5 ** (max(0, self.observations - seq) / aging.half_life_labels)
         if correct:
             band.wrong, band.right = max(0.0, band.wrong - weight), band.right + weight
         else:
@@ -207,9 +209,9 @@ class Totals:
 
     def _labels_now(self, low: float, aging: Aging) -> BandTotals:
         band = self.bands.setdefault(low, BandTotals())
-        band.right = aged(band.right, band.labels_at, self.requests, aging.half_life_labels)
-        band.wrong = aged(band.wrong, band.labels_at, self.requests, aging.half_life_labels)
-        band.labels_at = self.requests
+        band.right = aged(band.right, band.labels_at, self.observations, aging.half_life_labels)
+        band.wrong = aged(band.wrong, band.labels_at, self.observations, aging.half_life_labels)
+        band.labels_at = self.observations
         return band
 
     def publish(self, aging: Aging) -> None:
@@ -237,7 +239,7 @@ class Totals:
             if band is None:
                 bands.append(Band(low, 0.0, 0.0, 0.0))
                 continue
-            right = aged(band.right, band.labels_at, self.requests, aging.half_life_labels)
-            wrong = aged(band.wrong, band.labels_at, self.requests, aging.half_life_labels)
+            right = aged(band.right, band.labels_at, self.observations, aging.half_life_labels)
+            wrong = aged(band.wrong, band.labels_at, self.observations, aging.half_life_labels)
             bands.append(Band(low, mass[low], right, wrong))
         return Evidence(tuple(bands), observations, self.labelled, fixed)

@@ -65,8 +65,8 @@ PSEUDO_MASS_SHARE = 0.02
 MIN_LABELS_BELOW_PRIOR = 20
 # The threshold of a kind that serves no cosine hit at all.
 NEVER = 1.0
-# Below this many labels (aged) among what the threshold in force serves, the bound rests mostly on the prior: the
-# namespace's hits are audited densely (`index.match.audit_sampler`, within the allowance) until it has them.
+# Below this many labels (aged) of the hits served at or above the prior (where the bound rests on the prior's
+# evidence), the namespace's hits are audited densely (`index.match.audit_sampler`, within the allowance).
 TARGET_SUPPORT = 100.0
 
 
@@ -129,12 +129,13 @@ class ThresholdState:
     next_down: float | None = None
     labels_to_move: int | None = None
     requests_to_move: int | None = None
-    # Labels (aged) among the bands the threshold in force serves: what the bound rests on besides the prior.
+    # Labels (aged) of the served bands at or above the prior: what their stratum rests on besides the prior.
     support: float = 0.0
 
     @property
     def thin(self) -> bool:
-        """The bound rests mostly on the prior: fewer than `TARGET_SUPPORT` labels of what is served."""
+        """The bound rests mostly on the prior: fewer than `TARGET_SUPPORT` labels of the hits served at or above
+        it."""
         return self.support < TARGET_SUPPORT
 
 
@@ -281,7 +282,7 @@ def _state(evidence: Evidence, config: LearnerConfig, threshold: float, index: i
     upper = upper_bound(column, config.confidence)
     estimate = min(float(np.nanmean(column)), upper) if np.isfinite(column).any() else 0.0
     share = float(within[index])
-    support = float(sum(b.labels for b in evidence.bands[index:]))
+    support = float(sum(b.labels for b in evidence.bands[index:] if b.low >= config.prior - 1e-9))
     state = ThresholdState(threshold, config.prior, estimate, share, upper, evidence.labels, views, support=support)
     below = [j for j in range(min(index, len(evidence.bands))) if evidence.bands[j].mass > 0]
     if not below:

@@ -18,6 +18,7 @@ from typing import Protocol
 from index.guards.contrast import opposed_words
 from index.guards.form import same_content
 from index.guards.order import swapped_words
+from index.guards.question import changed_focus
 from index.guards.safety import pair_veto
 from index.guards.slots import changed_slot
 from index.guards.stages import Stage, StepResult
@@ -141,13 +142,17 @@ class Window:
 @dataclass(frozen=True)
 class Contrast:
     name: str = "contrast"
-    summary: str = "words that are each other's opposites (pin/unpin, enable/disable) veto"
+    summary: str = ("words that are each other's opposites (pin/unpin, enable/disable) veto, and so does another "
+                    "question word (who/when, where/how, how many/how long: veto `question`)")
 
     def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
         opposed = opposed_words(pair.query, pair.candidate.prompt)
-        if opposed is None:
-            return None
-        return vetoed(pair, trail, self.name, f"opposite words {opposed[0]!r} vs {opposed[1]!r}")
+        if opposed is not None:
+            return vetoed(pair, trail, self.name, f"opposite words {opposed[0]!r} vs {opposed[1]!r}")
+        asked = changed_focus(pair.query, pair.candidate.prompt)
+        if asked is not None:
+            return vetoed(pair, trail, "question", f"asks for a {asked[0]}, the candidate for a {asked[1]}")
+        return None
 
 
 @dataclass(frozen=True)
@@ -279,7 +284,7 @@ class Context:
                 if not result.passed:
                     vetoing = result
                     break
-        difference = setup.context_rule.difference(*contexts)
+        difference = setup.context_rule.difference(*contexts, asked=(pair.query, pair.candidate.prompt))
         if difference is not None:  # the difference, named, takes the place of a context stage's veto
             trail.results.append(difference.result())
             return Decision(Reason.VETOED, pair.candidate.similarity, vetoed_by=difference.stage,

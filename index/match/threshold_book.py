@@ -132,10 +132,11 @@ class ThresholdBook:
         return self._states.get((namespace, kind))
 
     def over_budget(self, namespace: str, kind: Kind = Kind.COSINE) -> bool:
-        """The budget does not hold at `namespace`'s threshold in force for `kind`: its upper bound at the learner's
-        confidence is above the budget (False while the kind has no evidence)."""
+        """The budget did not hold at `namespace`'s cold-start threshold for `kind`: the learner had to raise it
+        above the prior (the threshold in force is always one where the bound holds, so "over" is where the
+        evidence drove it: what it still serves is audited most). False while the kind has no evidence."""
         state = self._states.get((namespace, kind))
-        return state is not None and state.upper > self.config.budget
+        return state is not None and state.threshold > state.prior + 1e-9
 
     def thin(self, namespace: str, kind: Kind = Kind.COSINE) -> bool:
         """The bound at `namespace`'s threshold in force for `kind` rests mostly on the prior (too few labels of what

@@ -166,8 +166,11 @@ def test_the_budget_page_quotes_the_learners_constants_as_the_code_sets_them() -
     quoted = {
         f"band of {evidence.BAND_WIDTH:g}": evidence.BAND_WIDTH,
         f"every {evidence.HALF_LIFE_REQUESTS:,} newer requests": evidence.HALF_LIFE_REQUESTS,
-        f"every {evidence.HALF_LIFE_LABELS:,} newer labels": evidence.HALF_LIFE_LABELS,
+        f"every {evidence.HALF_LIFE_LABELS:,} newer would-serve requests": evidence.HALF_LIFE_LABELS,
         f"every {live_threshold.PRIOR_SCALE:g} of cosine": live_threshold.PRIOR_SCALE,
+        f"{live_threshold.PRIOR_LABELS:g} pseudo-labels at {live_threshold.PRIOR_RATE_SHARE:.0%} of the budget":
+            live_threshold.PRIOR_LABELS,
+        f"fewer than {live_threshold.TARGET_SUPPORT:g} labels": live_threshold.TARGET_SUPPORT,
         f"strength {live_threshold.PRIOR_STRENGTH:g} labels": live_threshold.PRIOR_STRENGTH,
         f"{live_threshold.DRAWS:,} seeded draws": live_threshold.DRAWS,
         f"at least {live_threshold.MIN_LABELS_BELOW_PRIOR} labels": live_threshold.MIN_LABELS_BELOW_PRIOR,

@@ -63,7 +63,7 @@ def test_a_deployment_without_evidence_says_every_namespace_serves_at_the_prior(
 def test_the_budget_is_drawn_as_the_learners_statistic_per_namespace_and_kind() -> None:
     row = _threshold_row("ns-a").model_copy(update={"upper": 0.031, "holds": False})
     page = render(overview(thresholds=(row,)), "n")
-    assert '<svg id="chart-budget"' in page and "ns-a · cosine" in page and "80% upper bound" in page
+    assert '<svg id="chart-budget"' in page and "ns-a · cosine" in page and "95% upper bound" in page
     assert 'fill="#ef9a9a"><title>upper bound 3.1%</title>' in page  # over the budget: red
     assert "bar" not in page.lower()  # the word names nothing on the page
 

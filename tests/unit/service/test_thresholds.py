@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from index.match.live_threshold import CONFIDENCE
 from index.storage.decision_log import Label, LabelSource
 from service.credentials import namespace_of
 from support.inprocess import ADMIN_TOKEN, InProcessGateway, inprocess_gateway
@@ -38,7 +39,7 @@ async def test_a_near_miss_is_labelled_and_becomes_evidence_of_the_namespace_thr
         [band] = [b for b in row["bands"] if b["requests"] > 0]
         assert (band["low"], band["wrong"], band["right"]) == (0.86, 1.0, 0.0)
         assert band["wrong_rate"] > 0.1  # a wrong label raises its band's estimate over the prior's
-        assert row["holds"] == (row["upper"] <= report["budget"]) and report["confidence"] == 0.8
+        assert row["holds"] == (row["upper"] <= report["budget"]) and report["confidence"] == CONFIDENCE
         assert await gw.metric(f'deja_threshold{{namespace="{row["namespace"]}"}}') == 0.92
         page = await gw.client.get("/deja/admin/overview", headers=ADMIN)
         assert page.status_code == 200 and '<table id="thresholds">' in page.text

@@ -13,7 +13,7 @@ from sqlalchemy import Engine, func, select
 
 from index.forgetting import Forgetting, Retention
 from index.maintenance import Maintainer
-from index.match.evidence import Aging, Evidence, Observation, collect
+from index.match.evidence import HALF_LIFE_LABELS, Aging, Evidence, Observation, Totals, collect
 from index.match.outcome import Kind, Reason
 from index.records import Verdict
 from index.storage.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
@@ -57,9 +57,11 @@ def _same(found: Evidence, expected: Evidence) -> None:
 
 
 def test_the_totals_hold_what_collect_makes_of_the_same_history(engine: Engine, store: EvidenceStore) -> None:
-    """Decisions flushed in batches, each labelled as it arrives: the stored stream is `collect` of the history."""
+    """Decisions flushed in batches, each labelled as it arrives: the stored stream is `collect` of the history (with
+    each batch's labels counted after its requests, as they reach the store: labels age on the request clock)."""
     log, rng = DecisionLog(engine, store), random.Random(7)
     history = []
+    aging, expected = Aging(FLOOR), Totals()
     for batch in range(6):
         records = []
         for i in range(50):
@@ -74,7 +76,16 @@ def test_the_totals_hold_what_collect_makes_of_the_same_history(engine: Engine, 
             if label is not None:
                 log.label(Label(record.request_id, LabelSource.SHADOW, label, record.created_at))
             history.append(Observation(record.similarity, label, fixed=not record.would_serve))
-    _same(_streams(store)[("ns", Kind.COSINE)].evidence, collect(history, FLOOR))
+        batch_history = history[-len(records):]
+        lows = [None if o.fixed else aging.band(o.similarity) for o in batch_history]
+        for o, low in zip(batch_history, lows, strict=True):
+            if o.fixed or low is not None:
+                expected.observe(low, aging)
+        for o, low in zip(batch_history, lows, strict=True):
+            if low is not None and o.correct is not None:
+                expected.label(low, o.correct, aging)
+    _same(_streams(store)[("ns", Kind.COSINE)].evidence, expected.live(aging))
+    assert collect(history, FLOOR).labels == expected.live(aging).labels
 
 
 def test_labels_count_by_precedence_and_exact_hits_count_as_fixed_mass(engine: Engine, store: EvidenceStore) -> None:
@@ -95,9 +106,12 @@ def test_labels_count_by_precedence_and_exact_hits_count_as_fixed_mass(engine: E
     log.label(Label("vetoed", LabelSource.SHADOW, True, 12.0))  # not evidence
     streams = _streams(store)
     assert set(streams) == {("ns", Kind.COSINE), ("ns", Kind.SLOT), ("other", Kind.COSINE)}
-    expected = collect([Observation(0.85, True), Observation(0.95, False), Observation(0.70, None, fixed=True),
-                        Observation(1.0, None, fixed=True)], FLOOR)
-    _same(streams[("ns", Kind.COSINE)].evidence, expected)
+    aging, expected = Aging(FLOOR), Totals()
+    for low in (aging.band(0.85), aging.band(0.95), None, None):  # the four decisions, then their labels
+        expected.observe(low, aging)
+    expected.label(0.85, True, aging)
+    expected.label(0.95, False, aging)
+    _same(streams[("ns", Kind.COSINE)].evidence, expected.live(aging))
     _same(streams[("ns", Kind.SLOT)].evidence, collect([Observation(0.90, None)], FLOOR))
 
 
@@ -157,7 +171,8 @@ def test_exact_hits_take_no_room_from_the_labelled_evidence(engine: Engine, stor
     [stream] = store.changed(0)
     assert stream.evidence.labels == 11 and stream.evidence.fixed > 4000
     [band] = [b for b in stream.evidence.bands if b.low == 0.85]
-    assert band.right == pytest.approx(sum(0.5 ** (n / 1500) for n in range(11)))  # exact hits age no label
+    # Labels age on the stream's would-serve requests: the ten by one ("last"), and 25,000 exact hits age none.
+    assert band.right == pytest.approx(10 * 0.5 ** (1 / HALF_LIFE_LABELS) + 1)
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(evidence_bands)).scalar_one() == 1
 
