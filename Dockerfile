@@ -30,7 +30,9 @@ RUN python -m pip wheel --no-deps --wheel-dir /tmp/dist . \
 WORKDIR /
 RUN HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python -c "from index.embedding.embedder import OnnxMiniLMEmbedder; \
 from index.guards.registry import build_stages; build_stages(('polarity', 'values')); \
-assert OnnxMiniLMEmbedder().embed(['ok']).shape == (1, 384); import importlib.util as u; \
+assert OnnxMiniLMEmbedder().embed(['ok']).shape == (1, 384)"
+# ... and if anything heavy came in with it (the product lock holds none; tests/unit/test_lock.py checks the lock).
+RUN python -c "import importlib.util as u; \
 assert not [m for m in ('torch', 'transformers', 'sentence_transformers', 'sklearn', 'scipy') if u.find_spec(m)]"
 
 # --- runtime: the venv, no compiler, no source tree, a non-root user.

@@ -143,7 +143,8 @@ def test_admin_token_from_the_host_environment_reaches_the_gateway(compose_gatew
 def test_the_dockerfiles_build_time_model_check_passes_on_this_install(tmp_path: Path) -> None:
     """The image build runs a `python -c` check of the installed package; it must pass here too (outside the
     source tree, offline), or a change to the embedder or guards would first show up as a failed image build."""
-    (check,) = [ins.args for ins in dockerfile() if ins.keyword == "RUN" and "python -c" in ins.args]
+    (check,) = [ins.args for ins in dockerfile() if ins.keyword == "RUN" and "python -c" in ins.args
+                and "OnnxMiniLMEmbedder" in ins.args]
     args = shlex.split(check)
     assignments = dict(a.split("=", 1) for a in args[:args.index("python")])
     code = args[args.index("-c") + 1]

@@ -1,7 +1,10 @@
 """The learned threshold is shared and durable: real uvicorn replicas on one PostgreSQL, the real MiniLM, the
-default decision. Near misses answered upstream become shadow labels through one replica; the other serves at the
-threshold they support, and a restart keeps it. The prior is raised (DEJA_MIN_SIMILARITY=0.99) so every
-paraphrase below is a near miss and a few dozen requests make the evidence; the rest of the decision is the default."""
+default decision, a label model (`DEJA_LABEL_MODEL`, the loopback stub answering by intent) auditing every hit.
+The prior is lowered (DEJA_MIN_SIMILARITY=0.80) so the paraphrases below are served, and each one is a near twin of
+its cluster (an intent of its own: the cached answer is wrong for it). The audits through one replica say the
+served bands are over the budget; every replica then serves at the higher threshold they support, and a restart
+keeps it. (The way down needs hundreds of labels between the threshold and its prior by design: see
+`tests/unit/index/match/test_live_threshold.py` and `eval calibrate`.)"""
 
 from __future__ import annotations
 
@@ -57,14 +60,16 @@ CLUSTERS = [
     ["How do I archive old messages?", "What's the way to move old messages to the archive?",
      "Can I put my old messages in an archive?"],
 ]
-LATER = ("Is there a way to reset my password?", 0)  # a new paraphrase of the first cluster
+LATER = "Is there a way to reset my password?"  # a new paraphrase of the first cluster
 SECRET = "shared-by-the-replicas"
+PRIOR = 0.80
 
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[StubUpstream]:
-    answers = {prompt: f"intent-{i}" for i, cluster in enumerate(CLUSTERS) for prompt in cluster}
-    answers[LATER[0]] = f"intent-{LATER[1]}"
+    # Every prompt an intent of its own: a served paraphrase is a near twin, and the label model says so.
+    answers = {prompt: f"intent-{i}-{j}" for i, cluster in enumerate(CLUSTERS) for j, prompt in enumerate(cluster)}
+    answers[LATER] = "intent-later"
     with StubUpstream(answers) as stub:
         yield stub
 
@@ -80,7 +85,10 @@ def replica(stub: StubUpstream, database: PgDatabase, folder: Path) -> GatewayPr
     env = base_env(stub, folder) | {
         "DEJA_DATABASE_URL": database.url,
         "DEJA_NAMESPACE_SECRET": SECRET,
-        "DEJA_MIN_SIMILARITY": "0.99",
+        "DEJA_MIN_SIMILARITY": str(PRIOR),
+        "DEJA_LABEL_MODEL": "label-llm",
+        "DEJA_LABEL_MODEL_ERROR_RATE": "0",
+        "DEJA_AUDIT_RATE": "1.0",
         "DEJA_THRESHOLD_INTERVAL_SECONDS": "0.5",
     }
     return GatewayProcess(env, folder / "gateway.log")
@@ -96,47 +104,42 @@ def thresholds(url: str) -> list[dict[str, object]]:
     return list(report["thresholds"])
 
 
-def test_near_misses_through_one_replica_lower_the_threshold_every_replica_serves_at_and_a_restart_keeps_it(
+def test_wrong_hits_audited_through_one_replica_raise_the_threshold_every_replica_serves_at_and_a_restart_keeps_it(
         upstream: StubUpstream, database: PgDatabase, tmp_path: Path) -> None:
     first = replica(upstream, database, tmp_path / "first").start()
     second = replica(upstream, database, tmp_path / "second").start()
     try:
         key = f"sk-{uuid.uuid4().hex}"
-        before = chat(second.url, key, CLUSTERS[0][0])
-        assert before.headers["x-deja-cache"] == "miss"
-        near = 0
+        served = 0
         for cluster in CLUSTERS:
             for prompt in cluster:
                 response = chat(first.url, key, prompt)
                 assert response.status_code == 200
-                near += response.headers.get("x-deja-reason") == "below_threshold"
-        assert near >= 20
-        # The same prompts again, through the other replica: exact hits, served whatever the threshold, count
-        # among what the namespace serves.
-        for cluster in CLUSTERS:
-            for prompt in cluster:
-                assert chat(second.url, key, prompt).headers["x-deja-cache"] == "hit-exact"
-        # Shadow labels are written in the background; the threshold follows them on both replicas.
-        assert wait_for(lambda: any(row["threshold"] < 0.99 for row in thresholds(second.url)
-                                    if row["kind"] == "cosine"), 30, interval=0.5)
+                served += response.headers["x-deja-cache"] == "hit-semantic"
+        assert served >= 5
+        # The audits are labelled in the background; the threshold follows them on both replicas.
+        assert wait_for(lambda: any(row["threshold"] > PRIOR for row in thresholds(second.url)
+                                    if row["kind"] == "cosine"), 60, interval=0.5)
         [row] = [r for r in thresholds(second.url) if r["kind"] == "cosine"]
-        assert row["prior"] == 0.99 and int(row["labels"]) >= 20  # type: ignore[call-overload]
+        assert row["prior"] == PRIOR and int(row["labels"]) >= 5  # type: ignore[call-overload]
+        assert isinstance(row["bands"], list) and any(band["wrong"] > 0 for band in row["bands"])
         # Each replica shows what its own last pass chose (every 0.5 s here): from the same rows, the same.
         assert wait_for(lambda: {(r["kind"], r["threshold"]) for r in thresholds(first.url)} == {
             (r["kind"], r["threshold"]) for r in thresholds(second.url)}, 30, interval=0.5)
-        assert isinstance(row["bands"], list) and any(band["right"] > 0 for band in row["bands"])
-
-        served = chat(second.url, key, LATER[0])
-        assert served.headers["x-deja-cache"] == "hit-semantic", served.headers.get("x-deja-reason")
-        assert float(served.headers["x-deja-similarity"]) < 0.99
+        # What they show is what they serve: a paraphrase below the raised threshold is a near miss.
+        [row] = [r for r in thresholds(second.url) if r["kind"] == "cosine"]
+        later = chat(second.url, key, LATER)
+        if later.headers["x-deja-cache"] == "hit-semantic":
+            assert float(later.headers["x-deja-similarity"]) >= float(row["threshold"])  # type: ignore[arg-type]
+        else:
+            assert later.headers["x-deja-cache"] == "miss"
 
         first.restart()
-        # From the shared log alone, the restarted replica serves where the other does (the served hit above is
-        # evidence too, so compare with the other replica's latest pass, not the row read before it).
+        # From the shared log alone, the restarted replica serves where the other does.
         def agree() -> bool:
             mine = [r["threshold"] for r in thresholds(first.url) if r["kind"] == "cosine"]
             theirs = [r["threshold"] for r in thresholds(second.url) if r["kind"] == "cosine"]
-            return bool(mine) and mine == theirs and mine[0] < 0.99  # type: ignore[operator]
+            return bool(mine) and mine == theirs and mine[0] > PRIOR  # type: ignore[operator]
 
         assert wait_for(agree, 30, interval=0.5)
         # What it chose is recorded already (`index.storage.threshold_moves`): the restart moved nothing.
@@ -160,7 +163,7 @@ def _learned(url: str, namespace: str) -> dict[str, tuple[float, int]]:
 
 def test_replicas_with_different_histories_serve_the_same_threshold_a_restart_and_a_late_one_included(
         upstream: StubUpstream, database: PgDatabase, tmp_path: Path) -> None:
-    """The replay goes through two replicas in turn; one restarts halfway (it misses what comes meanwhile), a third
+    """The trace goes through two replicas in turn; one restarts halfway (it misses what comes meanwhile), a third
     starts only after it: each reads the same published totals, so once the labels are in, all three serve the same
     threshold for every kind of the namespace, within a pass or two of each other (a pass every 0.5 s here)."""
     first = replica(upstream, database, tmp_path / "first").start()
@@ -169,8 +172,6 @@ def test_replicas_with_different_histories_serve_the_same_threshold_a_restart_an
     try:
         key = f"sk-{uuid.uuid4().hex}"
         namespace = namespace_for(key, SECRET.encode())
-        # A cluster at a time, through each replica in turn (its near misses are near misses on the replica that
-        # stored the cluster's first prompt).
         half = len(CLUSTERS) // 2
         for n, cluster in enumerate(CLUSTERS[:half]):
             for prompt in cluster:
@@ -179,23 +180,19 @@ def test_replicas_with_different_histories_serve_the_same_threshold_a_restart_an
         for n, cluster in enumerate(CLUSTERS[half:]):
             for prompt in cluster:
                 assert chat((second, first)[n % 2].url, key, prompt).status_code == 200
-        # The shadow labels are written in the background by whichever replica missed: wait until they are in.
-        assert wait_for(lambda: _learned(second.url, namespace).get("cosine", (0.99, 0))[1] >= 20, 60, interval=0.5)
-        # The same prompts again, spread over both: exact hits, served whatever the threshold.
-        for n, prompt in enumerate(prompt for cluster in CLUSTERS for prompt in cluster):
-            assert chat((first, second)[n % 2].url, key, prompt).headers["x-deja-cache"] == "hit-exact"
+        # The audits are labelled in the background by whichever replica served: wait until they moved it.
+        assert wait_for(lambda: _learned(second.url, namespace).get("cosine", (PRIOR, 0))[0] > PRIOR, 60,
+                        interval=0.5)
         late = replica(upstream, database, tmp_path / "late").start()
         replicas = (first, second, late)
 
         def agree() -> bool:
             views = [_learned(r.url, namespace) for r in replicas]
-            return views[0].get("cosine", (0.99, 0))[0] < 0.99 and all(view == views[0] for view in views[1:])
+            return views[0].get("cosine", (PRIOR, 0))[0] > PRIOR and all(view == views[0] for view in views[1:])
 
         assert wait_for(agree, 60, interval=0.5)
         threshold, labels = _learned(late.url, namespace)["cosine"]
-        assert threshold < 0.99 and labels >= 20
-        # What they show is what they serve: a new paraphrase is a semantic hit on every replica.
-        assert {chat(r.url, key, LATER[0]).headers["x-deja-cache"] for r in replicas} <= {"hit-semantic", "hit-exact"}
+        assert threshold > PRIOR and labels >= 5
     finally:
         for gateway in (first, second, late):
             if gateway is not None:
