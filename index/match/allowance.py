@@ -14,8 +14,9 @@ HOUR = 3600.0
 class Allowance(Protocol):
     """Takes calls from the last hour's allowance."""
 
-    def take(self, calls: int, now: float) -> bool:
-        """Take `calls` at wall-clock `now`; False (nothing taken) when the last hour has no room for them."""
+    def take(self, calls: int, now: float, reserve: int = 0) -> bool:
+        """Take `calls` at wall-clock `now`, leaving at least `reserve` calls of the hour untaken; False (nothing
+        taken) when the last hour has no room for them."""
         ...
 
 
@@ -27,11 +28,11 @@ class HourlyAllowance:
         self._taken: deque[float] = deque()
         self._lock = threading.Lock()
 
-    def take(self, calls: int, now: float) -> bool:
+    def take(self, calls: int, now: float, reserve: int = 0) -> bool:
         with self._lock:
             while self._taken and now - self._taken[0] >= HOUR:
                 self._taken.popleft()
-            if len(self._taken) + calls > self.calls_per_hour:
+            if len(self._taken) + calls + reserve > self.calls_per_hour:
                 return False
             self._taken.extend([now] * calls)
             return True

@@ -6,11 +6,13 @@ of the default share. A band the learner opened keeps being measured: its hits a
 the default share (20% at the default 1%, within the allowance), so a band whose wrong rate rose past the budget
 gives the labels that close it within a bounded number of served requests (`docs/budget.md`). The extra upstream
 calls of labelling (extra audits, and LLM label calls for shadows) share one hourly allowance,
-`DEJA_AUDIT_CALLS_PER_HOUR`; base-share audits do not draw on it. The gateway and `eval replay --learn` use the
+`DEJA_AUDIT_CALLS_PER_HOUR`; base-share audits do not draw on it, and shadows leave half of it to audits (what is
+served is measured before what might be opened). The gateway and `eval replay --learn` use the
 same sampler."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -19,13 +21,16 @@ from index.match.allowance import Allowance, HourlyAllowance
 
 # Multiples of the default share for each reason (the largest applies).
 OVER_BUDGET_BOOST = 20.0
-OPENED_BOOST = 20.0
+OPENED_BOOST = 100.0
 UNCERTAIN_BOOST = 10.0
-THIN_BOOST = 10.0
+THIN_BOOST = 20.0
 YOUNG_BOOST = 5.0
 # A candidate whose cosine is within this much of its threshold is uncertain; an entry younger than this is young.
 UNCERTAIN_MARGIN = 0.05
 YOUNG_SECONDS = 3600.0
+# The share of the hour's allowance that labels of near misses (shadows: evidence to open a band) leave to audits of
+# served hits (evidence that what is served holds): what is served is measured first.
+AUDIT_RESERVE_SHARE = 0.5
 
 
 class AuditReason(StrEnum):
@@ -95,3 +100,8 @@ class AuditSampler:
     def spend(self, calls: int) -> bool:
         """Take `calls` from the last hour's allowance; False (nothing taken) when it has no room for them."""
         return self.allowance.take(calls, self.clock())
+
+    def spend_on_shadow(self, calls: int) -> bool:
+        """Take `calls` for a near miss's label, leaving `AUDIT_RESERVE_SHARE` of the hour to audits of served hits;
+        False (nothing taken) when that leaves no room."""
+        return self.allowance.take(calls, self.clock(), reserve=math.ceil(AUDIT_RESERVE_SHARE * self.calls_per_hour))

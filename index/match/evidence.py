@@ -7,7 +7,10 @@ age no label). Labels do not age on their own count: once a band
 opens, its requests are served and only audited, so labels arrive far more slowly while the traffic (and the
 cache's twins, which change what a band's cosine means) keeps coming; a label clock would keep the labels gathered
 before the band opened at full weight for as long as that (the near-twin trace's 5% wrong ÷ served). On the
-traffic clock, evidence ages with the traffic that changes it.
+traffic clock, evidence ages with the traffic that changes it. And a label weighs in proportion to how much of the
+stream had been seen when it was taken (`label_weight`): a near miss labelled while the cache was young was
+labelled against few neighbours, before the twins of what is asked arrived (the trace where clean early shadows
+opened bands that later served twins: `docs/budget.md`).
 
 `Totals` keeps that evidence as running totals, one event at a time (a request, a label, a label that changes its
 mind), each band aged lazily to the stream's own counters: the shared store (`index.storage.evidence`) keeps one
@@ -28,6 +31,8 @@ BAND_WIDTH = 0.01
 # clock, a shorter half-life: what a band's labels say must keep up with what it serves now).
 HALF_LIFE_REQUESTS = 4000
 HALF_LIFE_LABELS = 600
+# Labels also weigh in proportion to the stream's growth since they were taken, from this many would-serve requests.
+GROWTH_OFFSET = 50.0
 # On requests alone a stream's mass is published again at most this many requests apart (a quarter of a half-life).
 REPUBLISH_REQUESTS = 1000
 
@@ -121,6 +126,7 @@ class Aging:
     floor: float
     half_life_requests: float = HALF_LIFE_REQUESTS
     half_life_labels: float = HALF_LIFE_LABELS
+    growth_offset: float = GROWTH_OFFSET
 
     def band(self, similarity: float) -> float | None:
         """The lower edge of the band counting `similarity` (the top band holds 1.0), None below the floor."""
@@ -129,9 +135,20 @@ class Aging:
         return None if index < 0 or not lows else lows[min(index, len(lows) - 1)]
 
 
+def label_weight(since: int, now: int, aging: Aging) -> float:
+    """What a label counted at label clock `since` weighs at `now`: halved every `half_life_labels` would-serve
+    requests, and in proportion to how much of the stream had been seen when it was taken (`GROWTH_OFFSET` + its
+    would-serve requests then, against now): a label taken when the stream had seen a tenth of what it has now was
+    taken against a cache that held a tenth of today's neighbours, and weighs a tenth."""
+    if now <= since:
+        return 1.0
+    growth = (since + aging.growth_offset) / (now + aging.growth_offset) if aging.growth_offset > 0 else 1.0
+    return float(0.5 ** ((now - since) / aging.half_life_labels) * growth)
+
+
 def aged(value: float, since: int, now: int, half_life: float) -> float:
     """`value` counted at event `since`, seen at event `now`: halved every `half_life` events between."""
-    return value * 0.5 ** ((now - since) / half_life) if value and now != since else value
+    return float(value * 0.5 ** ((now - since) / half_life)) if value and now != since else value
 
 
 @dataclass
@@ -201,7 +218,7 @@ class Totals:
         """The decision counted at label clock `seq` (in the band at `low`) is now labelled `correct` (a label of
         higher precedence, or the same source again, said otherwise): its aged weight changes sides."""
         band = self._labels_now(low, aging)
-        weight = 0.5 ** (max(0, self.observations - seq) / aging.half_life_labels)
+        weight = label_weight(seq, self.observations, aging)
         if correct:
             band.wrong, band.right = max(0.0, band.wrong - weight), band.right + weight
         else:
@@ -209,8 +226,8 @@ class Totals:
 
     def _labels_now(self, low: float, aging: Aging) -> BandTotals:
         band = self.bands.setdefault(low, BandTotals())
-        band.right = aged(band.right, band.labels_at, self.observations, aging.half_life_labels)
-        band.wrong = aged(band.wrong, band.labels_at, self.observations, aging.half_life_labels)
+        factor = label_weight(band.labels_at, self.observations, aging)
+        band.right, band.wrong = band.right * factor, band.wrong * factor
         band.labels_at = self.observations
         return band
 
@@ -239,7 +256,7 @@ class Totals:
             if band is None:
                 bands.append(Band(low, 0.0, 0.0, 0.0))
                 continue
-            right = aged(band.right, band.labels_at, self.observations, aging.half_life_labels)
-            wrong = aged(band.wrong, band.labels_at, self.observations, aging.half_life_labels)
+            factor = label_weight(band.labels_at, self.observations, aging)
+            right, wrong = band.right * factor, band.wrong * factor
             bands.append(Band(low, mass[low], right, wrong))
         return Evidence(tuple(bands), observations, self.labelled, fixed)

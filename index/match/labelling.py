@@ -126,12 +126,12 @@ class LabelRules:
         miss gets a label instead of none."""
         decision = lookup.decision
         return (decision is not None and decision.would_serve and not self.config.label_model and fresh != cached
-                and self.baselines.baseline(namespace) is None and self.sampler.spend(1))
+                and self.baselines.baseline(namespace) is None and self.sampler.spend_on_shadow(1))
 
     def by_label_model(self, audit: bool) -> bool:
-        """Does the label model label this? Every audit; a shadow within the hour's allowance (over it, the answers
-        are compared instead)."""
-        return self.config.label_model and (audit or self.sampler.spend(1))
+        """Does the label model label this? Every audit; a shadow within the half of the hour's allowance that audits
+        do not need (over it, the answers are compared instead)."""
+        return self.config.label_model and (audit or self.sampler.spend_on_shadow(1))
 
     def compare(self, namespace: str, fresh: str, cached: str, second: str | None) -> Agreement:
         """The label from the answers (`same` None: no label), against the namespace's baseline of the upstream's

@@ -62,7 +62,7 @@ CONFIDENCE = 0.95
 # request has reached yet is not a band without risk. And a threshold below the prior needs this many labels
 # between it and the prior.
 PSEUDO_MASS_SHARE = 0.02
-MIN_LABELS_BELOW_PRIOR = 20
+MIN_LABELS_BELOW_PRIOR = 40
 # The threshold of a kind that serves no cosine hit at all.
 NEVER = 1.0
 # Below this many labels (aged) of the hits served at or above the prior (where the bound rests on the prior's

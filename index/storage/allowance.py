@@ -28,11 +28,12 @@ class SqlAllowance:
     def __init__(self, engine: Engine, calls_per_hour: int) -> None:
         self.engine = engine
         self.calls_per_hour = calls_per_hour
-        # No room before this wall-clock time (the last refusal's oldest call leaves the hour then).
-        self._closed_until = float("-inf")
+        # No room before this wall-clock time (the last refusal's oldest call leaves the hour then), per reserve
+        # asked (a take that must leave calls for audits is refused sooner than one that need not).
+        self._closed_until: dict[int, float] = {}
 
-    def take(self, calls: int, now: float) -> bool:
-        if calls > self.calls_per_hour or now < self._closed_until:
+    def take(self, calls: int, now: float, reserve: int = 0) -> bool:
+        if calls + reserve > self.calls_per_hour or now < self._closed_until.get(reserve, float("-inf")):
             return False
         try:
             with store_errors("take from the labelling allowance"), self.engine.begin() as conn:
@@ -44,8 +45,8 @@ class SqlAllowance:
                 spent, oldest = conn.execute(select(func.coalesce(func.sum(allowance_calls.c.calls), 0),
                                                     func.min(allowance_calls.c.at))
                                              .where(allowance_calls.c.at > since)).one()
-                if int(spent) + calls > self.calls_per_hour:
-                    self._closed_until = float(oldest) + HOUR
+                if int(spent) + calls + reserve > self.calls_per_hour:
+                    self._closed_until[reserve] = float(oldest) + HOUR
                     return False
                 conn.execute(insert(allowance_calls).values(at=now, calls=calls))
                 return True

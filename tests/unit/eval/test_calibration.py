@@ -17,13 +17,14 @@ STATIONARY = {"stationary", "labels wrong one time in ten"}
 # shows; the gap to the confidence is the detection lag after a change (docs/budget.md, "How true the bound is").
 CHANGING_COVERAGE_FLOOR = 0.35
 # The known gap: a default that turns wrong above the prior (5% from a third of the run) is seen only through audits,
-# which the hourly allowance rations: its second half serves 2.2-2.3% wrong (its whole run 1.6%).
+# which the hourly allowance rations: over 8 seeds its second half serves 2.21% wrong (its whole run 1.59%). Judged
+# on the 8 seeds the manual's table reports, so that a lucky few seeds do not hide it.
 LATE_GAP = "over the budget above the prior"
 
 
 def _cases() -> list[object]:
-    return [pytest.param(s, id=s.name, marks=pytest.mark.xfail(strict=True, reason="the known gap: docs/budget.md"))
-            if s.name == LATE_GAP else pytest.param(s, id=s.name) for s in SCENARIOS]
+    return [pytest.param(s, 8, id=s.name, marks=pytest.mark.xfail(strict=True, reason="the known gap: docs/budget.md"))
+            if s.name == LATE_GAP else pytest.param(s, 3, id=s.name) for s in SCENARIOS]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
@@ -43,7 +44,7 @@ def test_misses_names_a_bound_that_does_not_cover_and_a_budget_that_breaks() -> 
     assert len(found) == 2 and "covered" in found[0] and "wrong ÷ served" in found[1]
 
 
-@pytest.mark.parametrize("scenario", _cases())
-def test_the_second_half_holds_the_budget(scenario: Scenario) -> None:
-    [summary] = calibrate([scenario], seeds=3)
+@pytest.mark.parametrize(("scenario", "seeds"), _cases())
+def test_the_second_half_holds_the_budget(scenario: Scenario, seeds: int) -> None:
+    [summary] = calibrate([scenario], seeds=seeds)
     assert summary.wrong_per_served_late <= BUDGET, summary

@@ -51,18 +51,21 @@ def test_every_miss_with_a_decided_candidate_is_shadowed_while_shadows_are_on() 
 
 
 def test_only_a_near_miss_asks_the_upstream_again_and_only_within_the_allowance() -> None:
-    loop = rules(calls_per_hour=1)
+    loop = rules(calls_per_hour=2)
     assert not loop.asks_again("ns", miss(would_serve=False), "fresh", "cached")
     assert not loop.asks_again("ns", miss(would_serve=True), "same", "same")  # the two answers agree already
     assert loop.asks_again("ns", miss(would_serve=True), "fresh", "cached")
-    assert not loop.asks_again("ns", miss(would_serve=True), "fresh", "cached")  # the hour's one call is spent
+    # The hour's other call is left to audits of served hits.
+    assert not loop.asks_again("ns", miss(would_serve=True), "fresh", "cached")
+    assert loop.sampler.spend(1) and not loop.sampler.spend(1)
     assert not rules(LabelConfig(label_model=True)).asks_again("ns", miss(would_serve=True), "fresh", "cached")
 
 
 def test_the_label_model_labels_every_audit_and_a_shadow_within_the_allowance() -> None:
-    model = rules(LabelConfig(label_model=True, label_model_error_rate=0.1), calls_per_hour=1)
+    model = rules(LabelConfig(label_model=True, label_model_error_rate=0.1), calls_per_hour=2)
     assert model.by_label_model(audit=True) and model.by_label_model(audit=False)
     assert model.by_label_model(audit=True) and not model.by_label_model(audit=False)
+    assert model.sampler.spend(1)  # shadows left half the hour to audits
     assert model.config.model_weight == 0.8 and not model.audit_asks_twice
     assert not rules().by_label_model(audit=True) and rules().audit_asks_twice
 

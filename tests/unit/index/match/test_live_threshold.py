@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from index.match.evidence import Observation, collect
+from index.match.evidence import GROWTH_OFFSET, Observation, collect
 from index.match.live_threshold import LearnerConfig, choose
 from index.match.threshold_book import ThresholdBook
 
@@ -41,7 +41,8 @@ def test_a_namespace_without_evidence_serves_at_the_prior() -> None:
 
 
 def test_clean_near_misses_lower_the_threshold_within_hundreds_of_labels() -> None:
-    state = choose(collect(_traffic(400, CLEAN), FLOOR), 0.92, CONFIG)
+    # 800 requests, half of them labelled near misses (labels weigh by the stream's growth since they were taken).
+    state = choose(collect(_traffic(800, CLEAN), FLOOR), 0.92, CONFIG)
     assert state.threshold <= 0.85
     assert state.within >= CONFIG.confidence and state.estimate <= CONFIG.budget
 
@@ -71,7 +72,7 @@ def test_the_same_evidence_gives_the_same_threshold() -> None:
 
 def test_a_labeller_wrong_one_time_in_ten_still_lowers_it_when_configured_with_its_rate() -> None:
     noisy = LearnerConfig(budget=0.02, prior=0.92, floor=FLOOR, error_rate=0.1)
-    state = choose(collect(_traffic(600, CLEAN, flip=0.1), FLOOR), 0.92, noisy)
+    state = choose(collect(_traffic(800, CLEAN, flip=0.1), FLOOR), 0.92, noisy)
     assert state.threshold < 0.92
 
 
@@ -85,6 +86,16 @@ def test_time_to_trust_counts_labels_and_requests_to_the_next_band_down() -> Non
     assert state.requests_to_move is not None and state.requests_to_move >= state.labels_to_move
 
 
+def test_labels_taken_when_the_stream_was_young_weigh_by_its_growth_since() -> None:
+    # Ten right labels in the first ten would-serve requests, then 990 unlabelled: the cache they were taken
+    # against held a small share of the neighbours it holds now (the twins that arrive later).
+    early = [Observation(0.85, True)] * 10 + [Observation(0.95, None)] * 990
+    band = next(b for b in collect(early, FLOOR, half_life_labels=1e12).bands if b.low == 0.85)
+    assert band.right == pytest.approx(sum((i + GROWTH_OFFSET) / (1000 + GROWTH_OFFSET) for i in range(1, 11)))
+    late = [Observation(0.95, None)] * 990 + [Observation(0.85, True)] * 10
+    assert next(b for b in collect(late, FLOOR, half_life_labels=1e12).bands if b.low == 0.85).right > 9.9
+
+
 def test_older_evidence_weighs_less() -> None:
     old = [Observation(0.85, False)] * 10
     new = [Observation(0.85, True)] * 10
@@ -95,11 +106,11 @@ def test_older_evidence_weighs_less() -> None:
 def test_the_book_logs_each_move_and_keeps_the_prior_for_unknown_namespaces() -> None:
     book = ThresholdBook(CONFIG, clock=lambda: 7.0)
     assert book.threshold("ns") is None
-    move = book.update("ns", collect(_traffic(400, CLEAN), FLOOR))
+    move = book.update("ns", collect(_traffic(800, CLEAN), FLOOR))
     assert move is not None and move.new < move.old == 0.92 and move.at == 7.0
     assert book.history == [move] and book.threshold("ns") == move.new
     assert "95% upper bound" in move.describe() and "vs budget 0.02" in move.describe()
-    assert book.update("ns", collect(_traffic(400, CLEAN), FLOOR)) is None
+    assert book.update("ns", collect(_traffic(800, CLEAN), FLOOR)) is None
 
 
 @pytest.mark.parametrize("evidence", [

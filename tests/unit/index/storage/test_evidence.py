@@ -13,7 +13,7 @@ from sqlalchemy import Engine, func, select
 
 from index.forgetting import Forgetting, Retention
 from index.maintenance import Maintainer
-from index.match.evidence import HALF_LIFE_LABELS, Aging, Evidence, Observation, Totals, collect
+from index.match.evidence import GROWTH_OFFSET, HALF_LIFE_LABELS, Aging, Evidence, Observation, Totals, collect
 from index.match.outcome import Kind, Reason
 from index.records import Verdict
 from index.storage.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
@@ -172,7 +172,8 @@ def test_exact_hits_take_no_room_from_the_labelled_evidence(engine: Engine, stor
     assert stream.evidence.labels == 11 and stream.evidence.fixed > 4000
     [band] = [b for b in stream.evidence.bands if b.low == 0.85]
     # Labels age on the stream's would-serve requests: the ten by one ("last"), and 25,000 exact hits age none.
-    assert band.right == pytest.approx(10 * 0.5 ** (1 / HALF_LIFE_LABELS) + 1)
+    assert band.right == pytest.approx(10 * 0.5 ** (1 / HALF_LIFE_LABELS) * (10 + GROWTH_OFFSET) / (11 + GROWTH_OFFSET)
+                                       + 1)
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(evidence_bands)).scalar_one() == 1
 
