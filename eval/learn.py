@@ -77,6 +77,8 @@ class LearnConfig:
     shadow_labels: bool = True
     difference_half_life: float = HALF_LIFE_SECONDS
     difference_min_labels: float = MIN_NET_WRONG
+    # Answer comparison's measured false-same rate (DEJA_ANSWER_LABEL_FALSE_SAME), read when no label model labels.
+    false_same: float = 0.0
 
     @classmethod
     def from_settings(cls, settings: Settings, policy: MatchPolicy | None = None, **replay: Any) -> LearnConfig:
@@ -87,12 +89,14 @@ class LearnConfig:
                    rule=CandidateRule(settings.candidates, settings.decision_log_floor),
                    shadow_labels=settings.shadow_labels,
                    difference_half_life=settings.difference_half_life_days * 86400.0,
-                   difference_min_labels=settings.difference_min_labels, **replay)
+                   difference_min_labels=settings.difference_min_labels,
+                   false_same=settings.answer_label_false_same, **replay)
 
     def product(self) -> ProductConfig:
         """What the replayed gateway's Matcher is built from (its learner reads a label model's labels as noisy)."""
         return ProductConfig(self.policy, self.learn, self.rule, self.difference_half_life,
-                             self.difference_min_labels, self.labeller_error or 0.0, self.seed)
+                             self.difference_min_labels, self.labeller_error or 0.0, self.seed,
+                             self.false_same if self.labeller_error is None else 0.0)
 
     def labelling(self) -> LabelConfig:
         """How the replayed gateway labels (`Settings.labelling` of its settings)."""

@@ -41,6 +41,8 @@ class ProductConfig:
     difference_min_labels: float = MIN_NET_WRONG
     label_error_rate: float = 0.0
     seed: int = 0
+    # Answer comparison's measured false-same rate, read by the learner when no label model labels.
+    false_same: float = 0.0
 
     @classmethod
     def from_settings(cls, settings: Settings, policy: MatchPolicy | None = None) -> ProductConfig:
@@ -49,7 +51,8 @@ class ProductConfig:
         return cls(policy or settings.policy(), settings.learn_threshold,
                    CandidateRule(settings.candidates, settings.decision_log_floor),
                    settings.difference_half_life_days * 86400.0, settings.difference_min_labels,
-                   0.0 if settings.label_model is None else settings.label_model_error_rate)
+                   0.0 if settings.label_model is None else settings.label_model_error_rate,
+                   false_same=settings.answer_label_false_same if settings.label_model is None else 0.0)
 
     @property
     def learns(self) -> bool:
@@ -75,7 +78,8 @@ class Product:
 def build(config: ProductConfig, deciders: Deciders | None = None,
           clock: Callable[[], float] = lambda: 0.0) -> Product:
     """The product as a fresh gateway holds it (`deciders` default: the policy's rule stages)."""
-    book = ThresholdBook(LearnerConfig.for_policy(config.policy, config.label_error_rate, config.seed), clock)
+    book = ThresholdBook(LearnerConfig.for_policy(config.policy, config.label_error_rate, config.seed,
+                                                  config.false_same), clock)
     differences = Differences(clock=clock, half_life=config.difference_half_life,
                               min_net_wrong=config.difference_min_labels)
     matcher = Matcher(config.policy, deciders or Deciders(build_stages(config.policy.stages)), differences,

@@ -206,6 +206,10 @@ class Settings(BaseSettings):
         "threshold of a single-turn candidate whose prompt swaps a content word for a WordNet sibling or antonym "
         "(red/blue, buy/sell); 1.0 = never served until the namespace's own labels of such candidates move it")
     answer_same_similarity: float = Field(0.95, ge=0, le=1, description="Answer similarity that counts as same")
+    answer_label_false_same: float = Field(
+        0.03, ge=0.0, lt=0.5, description="How often answer comparison labels a wrong answer right (measured by "
+        "`eval answers` on real answers with known truth: 2.8%): without a label model the learner reads wrong "
+        "labels as undercounted by this share (a 'different' label is always counted as wrong)")
     prices: dict[str, dict[str, float | None]] = Field(
         default_factory=dict, description="The operator's price table, JSON: {model: {\"input\", \"output\", "
         "\"cached_input\", \"cache_write\"}} in USD per 1M tokens (the last two default to the input rate); over "

@@ -143,7 +143,10 @@ class Runtime:
                                        settings.difference_half_life_days * 86400.0, settings.difference_min_labels)
         # Each namespace's threshold, learned from the shared decision log's evidence (guarded mode).
         # Each threshold's moves are recorded in the shared store: a move counts once between the replicas.
-        self.learned = ThresholdBook(LearnerConfig.for_policy(self.policy, self.label_error_rate), self.clock,
+        # Answer comparison's labels: a wrong answer labelled right at its measured rate (`eval answers`).
+        false_same = settings.answer_label_false_same if settings.label_model is None else 0.0
+        self.learned = ThresholdBook(LearnerConfig.for_policy(self.policy, self.label_error_rate,
+                                                              false_same=false_same), self.clock,
                                      moves=SqlMoveLog(self.engine))
         learns = settings.learn_threshold and self.policy.guarded
         matcher = Matcher(self.policy, deciders, self.differences, learned=self.learned.threshold if learns else None,

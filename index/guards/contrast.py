@@ -47,6 +47,11 @@ def _opposed(left: str, right: str) -> bool:
     return False
 
 
+def opposed(left: str, right: str) -> bool:
+    """Are the two words opposites by their prefixes ("enable" / "disable", "upload" / "download")?"""
+    return _opposed(left, right)
+
+
 def opposed_words(query: str, cached: str) -> tuple[str, str] | None:
     """A pair of words, one only in each prompt, that are opposites by their prefixes; None when there is none."""
     left, right = content(query), content(cached)

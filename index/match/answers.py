@@ -1,6 +1,15 @@
 """Labels from answers, aware of how much the upstream's own answers vary: a cached answer is "different" from a fresh
 one only when their similarity is clearly below what two fresh answers to one question show (a sampled model words
-one answer differently each call). The gateway's labeler and `eval replay --learn` use this same comparison."""
+one answer differently each call). The gateway's labeler and `eval replay --learn` use this same comparison.
+
+Answers to two contrasting questions often look alike (the same steps with one word flipped, the same sentence with
+another value): an embedding calls them the same. So an answer pair the similarity would call the same is first
+read for what changed between the two (`contrast`): where they align word by word, a word flipped for its opposite
+(by its prefix, "enable"/"disable", or WordNet, "open"/"closed") or a negation added; or a value one names and the
+other does not (a number, a time, a date, a name: `index.guards.values`). Such a pair gets no label: the
+comparison cannot tell a sampled rewording from a contrasting answer, and a wrong hit labelled right is what breaks
+the budget. How often each outcome is right is measured on real answers with known truth (`eval answers`,
+`docs/budget.md`)."""
 
 from __future__ import annotations
 
@@ -12,6 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from index.embedding.embedder import Embedder
+from index.guards.contrast import opposed
+from index.guards.polarity import NEGATION_CUES
+from index.guards.text import differing_spans, words
+from index.guards.values import ValueStage
+from index.guards.wordnet import load_wordnet
 
 # Cached-vs-fresh must be this much below fresh-vs-fresh to count as different (similarity units).
 VARIATION_MARGIN = 0.1
@@ -20,8 +34,11 @@ VARIATION_MARGIN = 0.1
 BASELINE_KEEP = 200
 BASELINE_MIN_SAMPLES = 5
 BASELINE_QUANTILE = 0.1
-# Answers are cut to this many characters before they are embedded.
+# Answers are cut to this many characters before they are embedded (and read for a contrast).
 MAX_TEXT = 2000
+# An edit of at most this many words a side is a flip (one word, or a short phrase) rather than a rewording.
+FLIP_WORDS = 3
+_VALUES = ValueStage()
 
 
 def _normalise(text: str) -> str:
@@ -38,6 +55,29 @@ class Agreement:
     similarity: float
     detail: str
     fresh_similarity: float | None = None
+
+
+def contrast(fresh: str, cached: str) -> str | None:
+    """What makes two answers differ the way answers to contrasting questions do, or None: where the two align
+    word by word, a small edit (at most `FLIP_WORDS` words a side) that swaps a word for its opposite (by its
+    prefix, or WordNet) or adds a negation; or a value one answer names and the other does not. A rewording that
+    changes whole sentences is not read for opposites (two sampled answers differ so everywhere)."""
+    a, b = words(fresh[:MAX_TEXT]), words(cached[:MAX_TEXT])
+    wordnet = load_wordnet()
+    for i1, i2, j1, j2 in differing_spans(a, b):
+        left, right = a[i1:i2], b[j1:j2]
+        if len(left) > FLIP_WORDS or len(right) > FLIP_WORDS:
+            continue
+        if bool(NEGATION_CUES.intersection(left)) != bool(NEGATION_CUES.intersection(right)):
+            return f"a negation ({' '.join(left) or '-'} / {' '.join(right) or '-'})"
+        for x in left:
+            for y in right:
+                if opposed(x, y) or wordnet.opposed(x, y):
+                    return f"opposites {x!r} / {y!r}"
+    values = _VALUES.findings(fresh[:MAX_TEXT], cached[:MAX_TEXT])
+    if values.strong:
+        return f"another value ({values.reason})"
+    return None
 
 
 def _similarity(embedder: Embedder, a: str, b: str) -> float:
@@ -60,14 +100,19 @@ def compare_answers(fresh: str, cached: str, embedder: Embedder, min_similarity:
     detail = f"answer similarity {similarity:.3f}"
     if fresh_similarity is not None:
         detail += f", fresh vs fresh {fresh_similarity:.3f}"
-    if similarity >= min_similarity:
-        return Agreement(True, similarity, detail, fresh_similarity)
     references = [r for r in (fresh_similarity, baseline) if r is not None]
-    if not references:
+    if similarity < min_similarity and not references:
         return Agreement(None, similarity, detail + ", variation unknown: no label", fresh_similarity)
-    reference = min(references)
-    same = similarity >= reference - VARIATION_MARGIN
-    return Agreement(same, similarity, f"{detail}, reference {reference:.3f}", fresh_similarity)
+    if similarity < min_similarity:
+        reference = min(references)
+        detail = f"{detail}, reference {reference:.3f}"
+        if similarity < reference - VARIATION_MARGIN:
+            return Agreement(False, similarity, detail, fresh_similarity)
+    changed = contrast(fresh, cached)
+    if changed is not None:
+        return Agreement(None, similarity, f"{detail}, {changed}: the answers differ as contrasting answers do, "
+                         "no label", fresh_similarity)
+    return Agreement(True, similarity, detail, fresh_similarity)
 
 
 class AnswerBaselines:

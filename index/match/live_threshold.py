@@ -79,15 +79,18 @@ class LearnerConfig:
     prior: float
     floor: float
     error_rate: float = 0.0
+    # Beyond `error_rate`, how often a label calls a wrong answer right (answer comparison's blind spot).
+    false_same: float = 0.0
     confidence: float = CONFIDENCE
     prior_strength: float = PRIOR_STRENGTH
     seed: int = 0
 
     @classmethod
-    def for_policy(cls, policy: MatchPolicy, error_rate: float = 0.0, seed: int = 0) -> LearnerConfig:
+    def for_policy(cls, policy: MatchPolicy, error_rate: float = 0.0, seed: int = 0,
+                   false_same: float = 0.0) -> LearnerConfig:
         """The learner of a deployment running `policy`: its budget, its threshold as the prior, its floor."""
         return cls(policy.max_false_hit_rate, policy.min_similarity, min(policy.learn_floor, policy.min_similarity),
-                   error_rate=error_rate, seed=seed)
+                   error_rate=error_rate, false_same=false_same, seed=seed)
 
     def __post_init__(self) -> None:
         if not 0.0 < self.budget < 1.0:
@@ -96,6 +99,8 @@ class LearnerConfig:
             raise ValueError(f"the lowest threshold {self.floor} is above the prior {self.prior}")
         if not 0.0 <= self.error_rate < 0.5:
             raise ValueError(f"error_rate must be in [0, 0.5), got {self.error_rate}")
+        if not 0.0 <= self.false_same < 0.5 - self.error_rate:
+            raise ValueError(f"false_same must be in [0, 0.5 - error_rate), got {self.false_same}")
         if not 0.5 <= self.confidence < 1.0:
             raise ValueError(f"confidence must be in [0.5, 1), got {self.confidence}")
 
@@ -151,12 +156,15 @@ class _Posterior:
 
 def _clean(evidence: Evidence, config: LearnerConfig) -> tuple[Floats, Floats, float]:
     """Per band, the labels and the wrong labels the labeller's errors do not explain, and the weight of one label
-    (its information: (1 - 2e)^2 of a clean one)."""
-    e = config.error_rate
+    (its information: (1 - a - b)^2 of a clean one). A wrong answer is labelled right at a = error_rate +
+    false_same, a right one wrong at b = error_rate: the wrong labels seen are (1 - a - b) x the wrong answers +
+    b x the labels."""
+    b = config.error_rate
+    a = b + config.false_same
     labels = np.array([band.labels for band in evidence.bands], dtype=np.float64)
     wrong = np.array([band.wrong for band in evidence.bands], dtype=np.float64)
-    wrong = np.clip((wrong - e * labels) / (1.0 - 2.0 * e), 0.0, labels)
-    return labels, wrong, (1.0 - 2.0 * e) ** 2
+    wrong = np.clip((wrong - b * labels) / (1.0 - a - b), 0.0, labels)
+    return labels, wrong, (1.0 - a - b) ** 2
 
 
 def _posterior(evidence: Evidence, config: LearnerConfig) -> _Posterior:

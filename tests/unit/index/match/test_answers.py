@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from index.embedding.embedder import HashEmbedder
-from index.match.answers import BASELINE_MIN_SAMPLES, AnswerBaselines, compare_answers
+from index.match.answers import BASELINE_MIN_SAMPLES, AnswerBaselines, compare_answers, contrast
 
 CONTENT = "Open Settings, choose Network, select the router, press Reset and confirm with your admin password."
 OTHER = "Bake the bread at two hundred degrees for forty minutes, then let the loaf cool on a rack."
@@ -60,3 +60,29 @@ def test_a_shadow_is_labelled_against_the_namespace_baseline() -> None:
     varied = compare_answers(fresh, sample(CONTENT, "Cheers, and good luck."), embedder, 0.95, baseline=0.8)
     other = compare_answers(fresh, sample(OTHER, "Hope this helps."), embedder, 0.95, baseline=0.8)
     assert (varied.same, other.same) == (True, False)
+
+
+@pytest.mark.parametrize(("fresh", "cached"), [
+    pytest.param("To enable dark mode, open Settings, choose Display and switch the theme.",
+                 "To disable dark mode, open Settings, choose Display and switch the theme.", id="prefix opposites"),
+    pytest.param("Yes, you can delete the branch once it is merged: run git branch -d with its name.",
+                 "No, you cannot delete the branch once it is merged: run git branch -d with its name.",
+                 id="a negation"),
+    pytest.param("The pharmacy on Main Street opens at 9 am on Sunday and closes at 5 pm.",
+                 "The pharmacy on Main Street opens at 10 am on Sunday and closes at 5 pm.", id="another value"),
+    pytest.param("Keep the door open while the paint dries, so the room stays ventilated.",
+                 "Keep the door closed while the paint dries, so the room stays ventilated.", id="wordnet opposites"),
+])
+def test_answers_that_differ_as_contrasting_answers_do_get_no_label(fresh: str, cached: str) -> None:
+    # An embedding calls them the same (one word of many); the comparison cannot tell them from a rewording.
+    embedder = HashEmbedder(dim=256)
+    assert contrast(fresh, cached) is not None
+    result = compare_answers(fresh, cached, embedder, 0.5, second_fresh=fresh)
+    assert result.same is None and "contrasting answers" in result.detail
+
+
+def test_a_rewording_of_one_answer_is_no_contrast_and_is_labelled_same() -> None:
+    fresh = "Sure. Open Settings, then Privacy, and clear your browsing history there."
+    cached = "Open Settings, go to Privacy and clear the browsing history. Hope this helps!"
+    assert contrast(fresh, cached) is None
+    assert compare_answers(fresh, cached, HashEmbedder(dim=256), 0.3).same is True
