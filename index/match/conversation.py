@@ -24,15 +24,18 @@ from index.guards.stages import StepResult
 from index.guards.text import CACHE_SIZE, FUNCTION_WORDS, normalize, stem
 from index.guards.textdiff import ratio
 from index.guards.wordnet import Relation, load_wordnet
-from index.request.context import STOPWORDS, commits, refers_back, sentences
+from index.request.context import STOPWORDS, actions, commits, refers_back, sentences
 
 # `Decision.vetoed_by` of each context difference.
 VALUE = "context:value"
 OPTION_ORDER = "context:option-order"
 CONTENT = "context:content"
 ROLES = "context:roles"
-# From this share of aligned content words on, a content word that differs between two contexts vetoes. 0: always.
-DEFAULT_MIN_ALIGNED = 0.0
+ACTION = "context:action"
+# From this share of aligned content words on, a content word that differs between two contexts vetoes: the two are
+# one text with an edit. Below it the two tell the thread in their own words, and what they must share is what the
+# answer depends on beyond the values, options and roles compared always: the actions offered or asked for.
+DEFAULT_MIN_ALIGNED = 0.5
 # Relations that make a word said in one thread and not the other the same word said otherwise. Broader and
 # sibling words are not: "the mug" and "the bowl" are two items, "include" and "add" two actions.
 _SAME_WORD = frozenset({Relation.SAME, Relation.SYNONYM})
@@ -55,7 +58,7 @@ _STOP = frozenset(stem(w) for w in STOPWORDS)
 
 @dataclass(frozen=True)
 class ContextDifference:
-    """What differs between two contexts: `stage` is one of VALUE, OPTION_ORDER, CONTENT."""
+    """What differs between two contexts: `stage` is one of VALUE, OPTION_ORDER, ROLES, CONTENT, ACTION."""
 
     stage: str
     reason: str
@@ -82,6 +85,8 @@ class _Text:
     idle: frozenset[str] = frozenset()
     # the stems of every sentence, to find which are taken up elsewhere
     sentence_stems: tuple[frozenset[str], ...] = ()
+    # the actions offered, promised or asked for (`index.request.context.actions`), as stem -> the word said
+    actions: tuple[tuple[str, str], ...] = ()
 
 
 class ContextRule:
@@ -122,9 +127,10 @@ class ContextRule:
                  for s in sentences(line)]
         carried = frozenset().union(*(stems for stems, carries in parts if carries))
         idle = frozenset().union(*(stems for stems, carries in parts if not carries)) - carried
+        acted = {_word_key(w): w for line in lines for sentence in sentences(line) for w in actions(sentence)}
         return _Text(values, frozenset(surface), options, surface, tuple(_word_key(w) for w in surface), value_stems,
                      tuple((k, tuple(sorted(v))) for k, v in sorted(said.items())), idle,
-                     tuple(stems for stems, _ in parts))
+                     tuple(stems for stems, _ in parts), tuple(sorted(acted.items())))
 
     def _carries(self, sentence: str) -> bool:
         """The sentence holds a strong value (a weak one, "your day", is compared as a value all the same), a bare
@@ -140,7 +146,7 @@ class ContextRule:
         value), a word WordNet calls the same as one the other context says instead, or small talk: said only in
         sentences that carry nothing and that no other sentence of either context, nor the question, takes up."""
         if ratio(q.stems, c.stems) < self._min_aligned:
-            return None
+            return _action_difference(q, c)
         # said more often on one side ("the kitchen speaker" and later "the TV" against "the kitchen speaker" twice):
         # a word said elsewhere in the other thread does not hide that it was replaced here
         counts_q, counts_c = Counter(q.stems), Counter(c.stems)
@@ -164,6 +170,23 @@ class ContextRule:
                 instead = next((repr(said_other.get(y, (y,))[0]) for y in sorted(others - free)), "nothing")
                 return ContextDifference(CONTENT, f"{word} vs {instead}" if side is q else f"{instead} vs {word}")
         return None
+
+
+def _action_difference(q: _Text, c: _Text) -> ContextDifference | None:
+    """An action one thread offers or asks for ("I can freeze the membership", "I want to delete the account") that
+    the other does not say, in that word or one WordNet calls the same: two threads told in their own words are one
+    situation only when they act on the same things."""
+    wordnet = load_wordnet()
+    for side, other in ((q, c), (c, q)):
+        stems = set(other.stems)
+        words = [w for _, said in other.said for w in said]
+        for key, word in side.actions:
+            if key in stems or any(wordnet.relation(word, w) in _SAME_WORD for w in words):
+                continue
+            instead = next((w for _, w in other.actions), "nothing")
+            pair = (word, instead) if side is q else (instead, word)
+            return ContextDifference(ACTION, f"{pair[0]!r} vs {pair[1]!r} (the action offered or asked for)")
+    return None
 
 
 def _small_talk(stem_: str, side: _Text, other: _Text, asked: frozenset[str]) -> bool:
@@ -265,7 +288,10 @@ def _options(text: str) -> list[tuple[str, ...]]:
 
 
 def _option(text: str) -> str:
-    return " ".join(_TOKEN.findall(normalize(text)))
+    """An option as its lower-cased words, up to the end of its first sentence ("a cash ISA. Hope this helps." is
+    the option "a cash isa")."""
+    first = next(iter(sentences(text)), text)
+    return " ".join(_TOKEN.findall(normalize(first)))
 
 
 @lru_cache(maxsize=1)

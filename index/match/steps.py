@@ -269,7 +269,7 @@ class Context:
     summary: str = ("a conversation's two contexts: the rule stages and the alignment check over them (vetoes "
                     "`<stage>@context`), then the context rule (the same values, the same options in the same "
                     "order, the same content; chatter ignored: vetoes `context:value`, `context:option-order`, "
-                    "`context:content`)")
+                    "`context:content`, or, for threads told in their own words, `context:action`)")
 
     def run(self, pair: Pair, setup: Setup, trail: Trail) -> Decision | None:
         contexts = pair.contexts

@@ -179,6 +179,40 @@ def commits(sentence: str) -> bool:
         n in _MODALS for n in tokens[i + 1:i + 3])) for i, w in enumerate(tokens))
 
 
+# Words after a modal or a request marker that carry no action of their own ("I can help you delete ...": delete).
+_NO_ACTION = frozenset({"help", "get", "make", "let", "have", "do", "go", "be", "try", "like", "want", "need",
+                        "please", "just", "also", "certainly", "definitely", "happily", "gladly", "able", "sure",
+                        "now", "still", "then", "not", "never", "me", "us", "you", "it", "them", "to"})
+# What asks for or offers an action before its verb: "want to", "need to", "like to", "please", "let's".
+_WANTS = frozenset({"want", "wants", "need", "needs", "like", "love", "wish", "trying", "planning", "going"})
+
+
+def actions(sentence: str) -> tuple[str, ...]:
+    """The actions a sentence offers, promises or asks for, each as its word: the first content word after a modal
+    of a first or second person ("I can freeze the membership", "can you cancel it?", "we'll send a courier"),
+    after "want/need/would like to" ("I want to delete the account"), after "please" or "let's". Read from the
+    grammar of offers and requests, never from a list of actions."""
+    tokens = [t.lower().replace("’", "'") for t in _tokens(sentence)]
+    found: list[str] = []
+    for i, word in enumerate(tokens):
+        base = word.split("'")[0]
+        near = tokens[max(i - 2, 0):i + 2]
+        marker = ((word in _MODALS and any(t in _PERSONS for t in near))
+                  or (base in _PERSONS and word.endswith(("'ll", "'d")))
+                  or (word == "to" and i > 0 and tokens[i - 1] in _WANTS)
+                  or word in ("please", "let's", "lets"))
+        if not marker:
+            continue
+        for token in tokens[i + 1:i + 6]:
+            if token in _CLAUSE_BOUNDS or token in "?!:":
+                break
+            if (token.isalpha() and len(token) > 2 and token not in STOPWORDS and token not in _NO_ACTION
+                    and token not in _PERSONS):
+                found.append(token)
+                break
+    return tuple(dict.fromkeys(found))
+
+
 def _definite_without_which(tokens: Sequence[str]) -> bool:
     """A definite noun phrase ("the price?", "when does the museum open?") that nothing after it within a few words
     says which one it is (a preposition, a relative, a possessive, a name or a value: "the capital of France")."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from index.guards.stages import StepResult
-from index.match.conversation import CONTENT, OPTION_ORDER, VALUE, ContextRule, default_rule
+from index.match.conversation import ACTION, CONTENT, OPTION_ORDER, VALUE, ContextRule, default_rule
 from index.match.decide import Deciders, decide
 from index.match.outcome import Candidate, Decision, Kind, Reason
 from index.match.policy import MatchPolicy
@@ -58,12 +58,39 @@ def test_a_difference_of_form_is_no_difference(rule: ContextRule, other: str) ->
     assert rule.difference(ORDER, other) is None
 
 
-def test_a_reworded_context_is_a_content_difference_a_miss_not_a_guess(rule: ContextRule) -> None:
-    """What a follow-up depends on is compared word for word: a reworded thread may hide a changed detail."""
+def test_a_thread_told_in_other_words_with_the_same_values_and_actions_is_the_same_situation(
+        rule: ContextRule) -> None:
+    """Two threads too reworded to align word by word are compared on what the answer depends on: the values (order
+    1042, Monday, DHL), options, roles and actions; the rest is how each was told."""
     reworded = ("Order number 1042 should have come on Monday, but nothing has turned up.\n"
                 "Order 1042 was handed to DHL; their tracking says it is running late.")
-    found = rule.difference(ORDER, reworded)
-    assert found is not None and found.stage == CONTENT
+    assert rule.difference(ORDER, reworded) is None
+    # ... and a changed value in the same rewording still differs.
+    found = rule.difference(ORDER, reworded.replace("DHL", "UPS"))
+    assert found is not None and found.stage == VALUE
+
+
+@pytest.mark.parametrize(("cached", "query"), [
+    pytest.param("I pay $45 a month for the Off-Peak membership and I'm travelling for work.\n"
+                 "You're on Off-Peak at $45 a month. While you travel I can freeze the membership.",
+                 "My Off-Peak membership costs me $45 monthly, but I'll be away on a work trip.\n"
+                 "I see the Off-Peak plan, $45 per month. I can cancel it while you're away.", id="offered"),
+    pytest.param("I can't log in to my account maria.k.\nThe account maria.k was locked.\n"
+                 "I want to delete the account.\nI can help you with that.",
+                 "Logging in to account maria.k doesn't work.\nThe account maria.k got locked after failed sign-ins."
+                 "\nPlease help me reset my password.\nSure, that works.", id="asked-for"),
+])
+def test_a_thread_told_in_other_words_that_acts_otherwise_is_an_action_difference(
+        rule: ContextRule, cached: str, query: str) -> None:
+    found = rule.difference(query, cached)
+    assert found is not None and found.stage == ACTION
+
+
+def test_an_option_is_its_first_sentence(rule: ContextRule) -> None:
+    a = "Your options are:\n1. a fixed-term deposit\n2. an easy-access saver\n3. a cash ISA."
+    b = "Your options are:\n1. an easy-access saver\n2. a fixed-term deposit\n3. a cash ISA. Hope this helps."
+    found = rule.difference(a, b)
+    assert found is not None and found.stage == OPTION_ORDER
 
 
 def test_two_said_as_a_word_or_a_digit_is_one_value(rule: ContextRule) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from index.request.context import MAX_TURNS, asks_for_information, dependency_context, stands_alone
+from index.request.context import MAX_TURNS, actions, asks_for_information, dependency_context, stands_alone
 
 
 def turns(*texts: str) -> list[dict[str, Any]]:
@@ -115,3 +115,19 @@ def test_only_the_last_turns_are_read() -> None:
     old = turns(*[f"Old message {i} about order {i}." for i in range(MAX_TURNS)])
     context = dependency_context([*old, *turns(*REQUEST)], FOLLOW_UP)
     assert context is not None and "Old message 0 " not in context and context.endswith(REQUEST[-1])
+
+
+@pytest.mark.parametrize(("sentence", "found"), [
+    ("I can help you delete the account.", ("delete",)),
+    ("Please help me reset my password.", ("reset",)),
+    ("Sure, let's reset my password.", ("reset",)),
+    ("I want to cancel my order.", ("cancel",)),
+    ("While you travel I can freeze the membership.", ("freeze",)),
+    ("Can you book a table for two?", ("book",)),
+    ("We'll send a courier tomorrow.", ("send",)),
+    ("I pay $45 a month.", ()),
+    ("How do I open it?", ()),
+])
+def test_the_actions_a_sentence_offers_or_asks_for_are_read_from_its_grammar(sentence: str,
+                                                                              found: tuple[str, ...]) -> None:
+    assert actions(sentence) == found
