@@ -281,9 +281,9 @@ def dependency_context(earlier: Sequence[dict[str, Any]], question: str) -> str 
 
 def _unrelated_prefix(exchanges: Sequence[Sequence[dict[str, Any]]], question: str) -> int:
     """How many leading exchanges can leave the context: each gives nothing (`_only_asks`) or, before a question
-    for information that stands alone, was settled on its own (`_settled`), and together they share no content
-    word (or number) with the later turns and the question; the last exchange only when the question stands
-    alone."""
+    for information that stands alone, was settled on its own (`_settled`) or only asked (`_user_only_asks`), and
+    together they share no content word (or number) with the later turns and the question; the last exchange only
+    when the question stands alone."""
     words = [set().union(*(_stems(message_text(m)) for m in exchange)) for exchange in exchanges]
     alone = stands_alone(question)
     limit = len(exchanges) if alone else len(exchanges) - 1
@@ -292,7 +292,7 @@ def _unrelated_prefix(exchanges: Sequence[Sequence[dict[str, Any]]], question: s
     best = 0
     for cut in range(1, limit + 1):
         exchange = exchanges[cut - 1]
-        if not (_only_asks(exchange) or (settled_ok and _settled(exchange))):
+        if not (_only_asks(exchange) or (settled_ok and (_settled(exchange) or _user_only_asks(exchange)))):
             break
         if not set().union(*words[:cut]) & set().union(asked, *words[cut:]):
             best = cut
@@ -306,6 +306,16 @@ def _only_asks(exchange: Sequence[dict[str, Any]]) -> bool:
         return False
     asked = [s for m in exchange if m.get("role") == "user" for s in sentences(message_text(m)) if content_words(s)]
     return all(s.rstrip().endswith("?") for s in asked)
+
+
+def _user_only_asks(exchange: Sequence[dict[str, Any]]) -> bool:
+    """The user's turn of the exchange only asks (every sentence with a content word is a question), whatever it
+    names and whatever the answer gave: before a question for information that stands alone and shares nothing
+    with it, a question the user asked and had answered changes nothing the new one asks. A statement ("I'm
+    vegetarian.") or a request to act ("can you get me a weather report for Larkspur?": `actions`) may: it is not
+    dropped this way."""
+    asked = [s for m in exchange if m.get("role") == "user" for s in sentences(message_text(m)) if content_words(s)]
+    return bool(asked) and all(s.rstrip().endswith("?") and not actions(s) for s in asked)
 
 
 def _settled(exchange: Sequence[dict[str, Any]]) -> bool:

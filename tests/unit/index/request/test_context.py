@@ -102,11 +102,19 @@ def test_a_question_for_information_after_settled_unrelated_history_is_a_single_
     assert dependency_context(turns(*SETTLED), "How do I reset my router password?") is None
 
 
+def test_a_question_for_information_after_an_answered_unrelated_question_is_a_single_turn() -> None:
+    # The user only asked (a name, and a number in the answer, are no constraint on an unrelated new question).
+    asked = ("What is the capital of France?", "Paris, with about 2.1 million inhabitants.")
+    assert dependency_context(turns(*asked), "How do I reverse a list in Python?") is None
+
+
 @pytest.mark.parametrize(("history", "question"), [
     (SETTLED, "How do I see the charges on my card?"),
+    (("Can you get me a weather report for Larkspur?", "It will be 75 degrees."),
+     "What's happening in Morgan Hill on March 4th?"),
     (("I'm vegetarian.", "Noted!"), "What is a good recipe for dinner tonight?"),
     (SETTLED, "Can you reset my router password?"),
-], ids=["shares-a-word", "constraint-not-taken-up", "request-to-act"])
+], ids=["shares-a-word", "asked-to-act-before", "constraint-not-taken-up", "request-to-act"])
 def test_history_that_may_change_the_question_keeps_it_a_follow_up(history: tuple[str, str], question: str) -> None:
     assert dependency_context(turns(*history), question) is not None
 
