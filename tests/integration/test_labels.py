@@ -79,9 +79,16 @@ def test_near_miss_gets_a_shadow_label_and_a_hit_gets_an_audit(gateway: GatewayP
     assert near.headers["x-deja-cache"] == "miss" and near.headers["x-deja-reason"] == "vetoed"
     near_id = near.headers["x-deja-request-id"]
     assert wait_for(lambda: [r for r in labels(tmp_path / "deja.db") if r[:2] == (near_id, "shadow")])
-    chat(gateway.url, "sk-s", "How do I install Docker on Ubuntu?")
-    hit = chat(gateway.url, "sk-s", "How can I install Docker on Ubuntu?")
+    # One answer for both wordings (the stub's default answer numbers each call, and answers that differ in a value
+    # are compared as contrasting answers: no label).
+    docker = ("How do I install Docker on Ubuntu?", "How can I install Docker on Ubuntu?")
+    stub.state.answers = {prompt: "docker" for prompt in docker}
+    chat(gateway.url, "sk-s", docker[0])
+    hit = chat(gateway.url, "sk-s", docker[1])
     assert hit.headers["x-deja-cache"] == "hit-semantic"
     hit_id = hit.headers["x-deja-request-id"]
-    audit = wait_for(lambda: [r for r in labels(tmp_path / "deja.db") if r[:2] == (hit_id, "audit")])
+    try:
+        audit = wait_for(lambda: [r for r in labels(tmp_path / "deja.db") if r[:2] == (hit_id, "audit")])
+    finally:
+        stub.state.answers = {}
     assert len(audit) == 1
