@@ -226,16 +226,25 @@ def _definite_without_which(tokens: Sequence[str]) -> bool:
     return False
 
 
+def _own_subject(tokens: Sequence[str]) -> bool:
+    """The question names its subject itself, however short it is: a name (a capitalised word after the first, not
+    "I") or a value (a digit): "what is Zilliz?". A noun alone is not ("is there a fee?" asks about the thread's
+    subject)."""
+    return any(any(c.isdigit() for c in w) or (i > 0 and w[:1].isupper() and w != "I") for i, w in enumerate(tokens))
+
+
 def stands_alone(question: str) -> bool:
     """The message asks something whole on its own: nothing in it points back (a pronoun or "one" without a noun
     of its own before it, a demonstrative, "another", a comparative, a bare definite "the price?", an opening that
-    continues or answers the previous turn) and it names at least two content words. When in doubt, it does not."""
+    continues or answers the previous turn) and it names at least two content words, or one with a subject of its
+    own (`_own_subject`: "what is Zilliz?"). When in doubt, it does not."""
     tokens = _tokens(question)
     if not tokens or _CONTINUES_TURN.match(question) or tokens[0].lower() in _ANSWERS:
         return False
     if any(_points_back_at(tokens, i) for i in range(len(tokens))) or _definite_without_which(tokens):
         return False
-    return len(content_words(question)) >= _OWN_WORDS
+    words = len(content_words(question))
+    return words >= _OWN_WORDS or (words >= 1 and _own_subject(tokens))
 
 
 def asks_for_information(question: str) -> bool:
@@ -246,7 +255,9 @@ def asks_for_information(question: str) -> bool:
     question is asked the same way after any history."""
     raw = _tokens(question)
     tokens = [t.lower().split("'")[0] for t in raw if t.lower() not in ("please", ",")]
-    if not question.rstrip().endswith("?") or not tokens or len(content_words(question)) < _OWN_SUBJECT_WORDS:
+    words = len(content_words(question))
+    if not question.rstrip().endswith("?") or not tokens or not words or (
+            words < _OWN_SUBJECT_WORDS and not _own_subject(raw)):
         return False
     own = _names_its_own([*raw, ","], len(raw) + 1)
     if tokens[0] in _QUESTION_WORDS:

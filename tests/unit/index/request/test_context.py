@@ -68,10 +68,10 @@ def test_a_follow_up_that_points_back_keeps_even_an_unrelated_last_exchange() ->
                                      "When does the museum open?", "How long will that take?",
                                      "Can you explain that error?", "Is it open on Sundays?",
                                      "Which one is the cheapest?",
-                                     "Is there another way?"],
+                                     "Is there another way?", "Is there a fee?"],
                          ids=["comparative", "ellipsis", "bare-yes", "what-about", "pronoun", "possessive",
                               "bare-definite", "definite-subject", "demonstrative-subject", "demonstrative-noun",
-                              "pronoun-with-be", "one-superlative", "another"])
+                              "pronoun-with-be", "one-superlative", "another", "one-noun-no-name"])
 def test_a_message_that_points_back_does_not_stand_alone(message: str) -> None:
     assert not stands_alone(message)
 
@@ -79,9 +79,9 @@ def test_a_message_that_points_back_does_not_stand_alone(message: str) -> None:
 @pytest.mark.parametrize("message", ["How do I reset my router password?", "Is it safe to eat raw eggs?",
                                      "Is there a way to export my notes as PDF?", "What is the capital of France?",
                                      "My laptop is slow, how do I fix it?", "Who was the first president of France?",
-                                     "What is the best way to learn Python?"],
+                                     "What is the best way to learn Python?", "What is Zilliz?"],
                          ids=["whole", "expletive-it", "existential-there", "definite-with-which",
-                              "own-antecedent", "ordinal-with-its-set", "superlative-with-its-set"])
+                              "own-antecedent", "ordinal-with-its-set", "superlative-with-its-set", "a-name"])
 def test_a_whole_question_stands_alone(message: str) -> None:
     assert stands_alone(message)
 
