@@ -328,7 +328,9 @@ class Gateway:
             raise NotFound("Unknown route.")  # token to the upstream
         anthropic = speaks_anthropic(path, request.headers)
         upstream = self.rt.upstream_for(UpstreamName.ANTHROPIC if anthropic else UpstreamName.OPENAI)
-        response = await upstream.send(request.method, "/" + path, dict(request.headers), request.stream(),
+        # A read (no body to stream) is sent as bytes, so that a stale pooled connection may be retried once.
+        content = await request.body() if request.method in ("GET", "HEAD", "OPTIONS") else request.stream()
+        response = await upstream.send(request.method, "/" + path, dict(request.headers), content,
                                        params=request.url.query)
 
         async def body() -> AsyncIterator[bytes]:

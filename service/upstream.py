@@ -15,6 +15,10 @@ _HOP = frozenset({
 })
 
 
+# Methods a request of which may be sent twice when the first try failed before any response byte.
+_REPLAYABLE = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
 def _wire(text: str) -> bytes:
     """A header as it came over the wire: the server decoded its bytes as Latin-1, so this restores them
     exactly (a non-ASCII byte is forwarded as sent, never re-encoded or refused)."""
@@ -56,7 +60,15 @@ class Upstream:
         except httpx.InvalidURL as exc:
             raise BadRequest(f"The request path or query cannot be forwarded: {exc}") from exc
         try:
-            return await self._client.send(request, stream=True)
+            try:
+                return await self._client.send(request, stream=True)
+            except (httpx.ReadError, httpx.RemoteProtocolError):
+                # A pooled keep-alive connection the upstream had closed fails before any response byte: a request
+                # that is safe to send twice (no body, an idempotent method) goes once more on a fresh connection.
+                if method.upper() not in _REPLAYABLE or not isinstance(content, bytes):
+                    raise
+                request = self._client.build_request(method, url, headers=request_headers(headers), content=content)
+                return await self._client.send(request, stream=True)
         except httpx.TimeoutException as exc:
             raise UpstreamTimeout(f"upstream timed out: {type(exc).__name__}") from exc
         except httpx.HTTPError as exc:
