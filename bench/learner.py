@@ -10,13 +10,15 @@ namespace's semantic hits through the in-process gateway. A pass's CPU is its th
 included; PostgreSQL's server side is not: its wall time is printed beside it). The goals: a pass at 10,000
 namespaces with 100 new labels costs at most 1 s of CPU, and the hit p50 at 10,000 is within 1.2x of that at 1.
 
-A pass is the whole budget pass (`Upkeep.refresh_budget`): the decision log's flush, the tallies changed since the
+A pass is the whole budget pass (`Upkeep.refresh_budget`): the decision log's flush, the count of the decisions
+logged since the last pass, the tallies changed since the
 last pass and the remembered differences and answer variation (`BudgetKeeper.refresh`), then the learner
 (`ThresholdKeeper.refresh`); the columns split its CPU. None of them reads the decision log: the tallies and the
 evidence are running totals read by version, so the log's size (10 million decisions, or these few) changes no
 pass's cost; the decisions here are only as many as the totals' state needs. `flush ms` is the tick's flush of
-2,000 exact hits over the namespaces (counted in the totals in the insert's transaction) and `bare ms` the same
-insert with no totals.
+2,000 exact hits over the namespaces (logged uncounted), `bare ms` the same insert by a log with no totals, and
+`count ms` the pass's count of those 2,000 into the tallies and the evidence (`DecisionLog.count`: claimed, counted
+and marked in one transaction).
 
     .venv/bin/python -m bench.learner [--namespaces 1,1000,10000] [--labels 100] [--passes 3] [--interval 5]
 """
@@ -63,6 +65,7 @@ class Figures:
     learner_cpu: list[float] = field(default_factory=list)
     flush_ms: float = 0.0
     bare_flush_ms: float = 0.0
+    count_ms: float = 0.0
     pass_wall: list[float] = field(default_factory=list)
     chosen: list[int] = field(default_factory=list)
     hits_ms: list[float] = field(default_factory=list)
@@ -96,6 +99,7 @@ def populate(rt: Runtime, names: list[str], per_namespace: int, labelled: int, r
                 rt.decisions.record(batch)
                 batch = []
     rt.decisions.record(batch)
+    rt.decisions.count()
     with rt.engine.begin() as conn:
         for start in range(0, len(rows), 1000):
             conn.execute(insert(labels), rows[start:start + 1000])
@@ -107,6 +111,7 @@ def timed_pass(rt: Runtime) -> tuple[float, float, float, int]:
     which the learner's, wall seconds, streams chosen)."""
     cpu, wall = time.thread_time(), time.perf_counter()
     rt.flush_decisions()
+    rt.upkeep.count_decisions()
     rt.budget.refresh()
     learner = time.thread_time()
     rt.threshold_keeper.refresh()
@@ -114,18 +119,25 @@ def timed_pass(rt: Runtime) -> tuple[float, float, float, int]:
     return end - cpu, end - learner, time.perf_counter() - wall, rt.threshold_keeper.chosen
 
 
-def timed_flush(rt: Runtime, names: list[str], rng: random.Random) -> tuple[float, float]:
-    """Milliseconds to log 2,000 exact hits over `names` with the totals, and the same insert without them."""
+def timed_flush(rt: Runtime, names: list[str], rng: random.Random) -> tuple[float, float, float]:
+    """Milliseconds to log 2,000 exact hits over `names` as the tick's flush does (uncounted, for the pass), the
+    same insert by a log without totals (logged counted), and the pass's count of the 2,000 (claimed, counted into
+    the tallies and the evidence, marked, in one transaction)."""
     def hits() -> list[DecisionRecord]:
         return [_decision(names[i % len(names)], 4, rng, 2e6) for i in range(2000)]
 
-    counted, bare = hits(), hits()
+    logged, bare = hits(), hits()
+    rt.flush_decisions()
+    rt.decisions.count()  # what the gateway's own requests logged: not part of the 2,000
     started = time.perf_counter()
-    rt.decisions.record(counted)
-    with_totals = time.perf_counter() - started
+    rt.decisions.record(logged)
+    flush = time.perf_counter() - started
     started = time.perf_counter()
     DecisionLog(rt.engine).record(bare)
-    return with_totals * 1000, (time.perf_counter() - started) * 1000
+    bare_flush = time.perf_counter() - started
+    started = time.perf_counter()
+    assert rt.decisions.count() == len(logged)
+    return flush * 1000, bare_flush * 1000, (time.perf_counter() - started) * 1000
 
 
 def new_labels(rt: Runtime, names: list[str], count: int, rng: random.Random) -> None:
@@ -170,7 +182,7 @@ async def measure(gw: InProcessGateway, figures: Figures, args: argparse.Namespa
         await asyncio.sleep(0.01)
     stop.set()
     # Last: the exact hits it logs grow small namespaces' traffic enough to publish them again.
-    figures.flush_ms, figures.bare_flush_ms = await asyncio.to_thread(timed_flush, rt, names, rng)
+    figures.flush_ms, figures.bare_flush_ms, figures.count_ms = await asyncio.to_thread(timed_flush, rt, names, rng)
 
 
 async def run_one(backend: str, namespaces: int, args: argparse.Namespace) -> Figures:
@@ -194,7 +206,7 @@ def report(results: list[Figures]) -> None:
     """The rows so far, flushed."""
     print(f"{'backend':<10}{'namespaces':>11}{'streams':>9}{'first pass CPU s':>18}{'pass CPU s':>12}"
           f"{'learner s':>11}{'pass wall s':>13}{'chosen':>8}{'hit p50 ms':>12}{'p50 / 1 ns':>12}"
-          f"{'flush ms':>10}{'bare ms':>9}")
+          f"{'flush ms':>10}{'bare ms':>9}{'count ms':>10}")
     for figures in results:
         one = next(r for r in results if r.backend == figures.backend and r.namespaces == 1) \
             if any(r.backend == figures.backend and r.namespaces == 1 for r in results) else figures
@@ -202,7 +214,8 @@ def report(results: list[Figures]) -> None:
         print(f"{figures.backend:<10}{figures.namespaces:>11}{figures.streams:>9}{figures.first_cpu:>18.2f}"
               f"{statistics.median(figures.pass_cpu):>12.3f}{statistics.median(figures.learner_cpu):>11.3f}"
               f"{statistics.median(figures.pass_wall):>13.3f}{round(statistics.median(figures.chosen)):>8}{p50:>12.2f}"
-              f"{p50 / statistics.median(one.hits_ms):>12.2f}{figures.flush_ms:>10.1f}{figures.bare_flush_ms:>9.1f}",
+              f"{p50 / statistics.median(one.hits_ms):>12.2f}{figures.flush_ms:>10.1f}{figures.bare_flush_ms:>9.1f}"
+              f"{figures.count_ms:>10.1f}",
               flush=True)
 
 

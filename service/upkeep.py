@@ -75,6 +75,14 @@ class Upkeep:
         except StoreUnavailable as exc:
             log.warning("dropped %d decision-log records: %s", len(batch), exc)
 
+    def count_decisions(self) -> None:
+        """The decisions logged since the last pass, counted into the tallies and the evidence (one transaction per
+        batch with their marks: what fails now is counted by the next pass)."""
+        try:
+            self.parts.decisions.count()
+        except StoreUnavailable as exc:
+            log.warning("decisions not counted yet: %s", exc)
+
     def load_index(self) -> None:
         """Start-up in a worker thread: the index from the snapshot (plus catch-up from SQL) or rebuilt."""
         p = self.parts
@@ -114,7 +122,7 @@ class Upkeep:
             p.maintainer.start()
             self.started = True
         p.maintainer.sync()
-        # After the catch-up, never before it: the flush counts what it logs (tallies, evidence) in its transaction.
+        # After the catch-up, never before it. A bare insert: the budget's pass counts what it logs.
         self.flush_decisions()
         if evict:
             p.metrics.evictions.inc(p.maintainer.evict())
@@ -129,12 +137,14 @@ class Upkeep:
             self.save_snapshot()
 
     def refresh_budget(self) -> None:
-        """The budget's pass (every `DEJA_THRESHOLD_INTERVAL_SECONDS` in `run`, or now): the tallies per
-        (namespace, API) and the remembered differences, then the thresholds of the namespaces whose evidence moved
-        (with learning on). `GET /deja/budget` and the overview page read what the last pass stored."""
+        """The budget's pass (every `DEJA_THRESHOLD_INTERVAL_SECONDS` in `run`, or now): the decisions logged since
+        the last pass counted, the tallies per (namespace, API) and the remembered differences, then the thresholds
+        of the namespaces whose evidence moved (with learning on). `GET /deja/budget` and the overview page read
+        what the last pass stored."""
         p = self.parts
         with self._budget_lock:
             self.flush_decisions()
+            self.count_decisions()
             p.budget.refresh()
             if p.thresholds is not None:
                 p.thresholds.refresh()

@@ -1,9 +1,9 @@
 """The budget's tallies as running totals: per (namespace, API), the served semantic hits, how many of them were
 audited (a label from an audit, feedback or a human) and how many of those were wrong. They are counted where the
-decision log writes (`BudgetTallies.count_in`, in the transaction that inserts the decisions, and `fold_in`, in
-the one that writes a label), and read by version (`tallies_since`), so
-the budget's pass costs what changed, not what the log holds. They are counts, not a statistic: whether a
-namespace's budget holds is the learner's to say (`index.match.live_threshold`).
+decision log writes (`BudgetTallies.count_in`, in the transaction that claims logged decisions and marks them
+counted, and `fold_in`, in the one that writes a label), and read by version (`tallies_since`), so the budget's
+pass costs what changed, not what the log holds. They are counts, not a statistic: whether a namespace's budget
+holds is the learner's to say (`index.match.live_threshold`).
 
 Locks: the tally clock (`deja_meta` key `tally_version`, held to the commit, so versions commit in order) first,
 then the tally rows sorted by (namespace, API), then the evidence's (`index.storage.evidence`)."""

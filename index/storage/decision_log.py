@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from sqlalchemy import Connection, Engine, and_, func, insert, select, update
+from sqlalchemy import Connection, Engine, and_, false, func, insert, select, update
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, SQLAlchemyError
 
 from index.errors import StoreUnavailable, store_errors
@@ -82,6 +82,8 @@ class LabeledDecision:
 # P below its bar) and the learned veto's exploration (a would-be hit sent upstream, its `would_serve` kept).
 RETIRED_MISSES = frozenset({"judge_below_bar", "explored"})
 # Label sources by precedence (a decision with several labels takes the first): human > feedback > audit > ...
+# Decisions counted per transaction at most (`DecisionLog.count`).
+COUNT_BATCH = 2_000
 PRECEDENCE = [LabelSource.HUMAN, LabelSource.FEEDBACK, LabelSource.AUDIT, LabelSource.EXPLORE,
                LabelSource.SHADOW]
 
@@ -138,62 +140,86 @@ class TallySink(Protocol):
 
 
 class DecisionLog:
-    """SQL access for decisions, labels and per-namespace thresholds. With `tallies` and `evidence`, the decisions
-    are counted in the transaction that logs them (the budget's tallies, then the learned thresholds' totals: a
-    count that fails logs nothing, so none is ever lost), a label is folded into the tallies in the transaction
-    that writes it and settled into the evidence right after (a label left uncounted is counted by a later flush
-    or pass)."""
+    """SQL access for decisions, labels and per-namespace thresholds. With `tallies` and `evidence`, a decision is
+    logged uncounted (a bare insert: the tick's flush costs what the rows cost) and `count` (the budget's pass)
+    claims the uncounted decisions, counts them into the budget's tallies and the learned thresholds' totals and
+    marks them counted, all in one transaction: a count that fails leaves them uncounted for the next pass, so none
+    is ever lost nor counted twice, whichever replica counts it. A label is folded into the tallies in the
+    transaction that writes it and settled into the evidence right after (a label whose decision is not counted
+    yet waits for it)."""
 
     def __init__(self, engine: Engine, evidence: EvidenceSink | None = None, tallies: TallySink | None = None) -> None:
         self.engine = engine
         self.evidence = evidence
         self.tallies = tallies
 
+    @property
+    def counts(self) -> bool:
+        """Whether logged decisions are counted into running totals (else they are logged counted)."""
+        return self.evidence is not None or self.tallies is not None
+
     def record(self, records: Sequence[DecisionRecord]) -> None:
-        if not records:
-            return
-        logged = self._insert(records)
-        if self.evidence is not None and logged:
-            try:
-                self.evidence.settle([r.request_id for r in logged])  # labels that arrived before their decision
-            except StoreUnavailable as exc:
-                log.warning("labels of %d decisions not settled yet: %s", len(logged), exc)
+        if records:
+            self._insert(records)
+
+    def count(self, batch: int = COUNT_BATCH) -> int:
+        """Count every decision logged and not counted yet (oldest first, `batch` per transaction; replicas counting
+        at once take different rows), then settle the labels that waited for them. Returns the decisions counted."""
+        if not self.counts:
+            return 0
+        total = 0
+        while True:
+            with store_errors("count decisions"), self.engine.begin() as conn:
+                claimed = conn.execute(
+                    update(decisions).where(decisions.c.request_id.in_(
+                        select(decisions.c.request_id).where(decisions.c.counted == false())
+                        .order_by(decisions.c.created_at, decisions.c.request_id).limit(batch)
+                        .with_for_update(skip_locked=True)))
+                    .values(counted=True).returning(*decisions.c)).all()
+                records = sorted((_row_to_decision(r) for r in claimed), key=lambda r: (r.created_at, r.request_id))
+                self._count(conn, records)
+            if records and self.evidence is not None:
+                self.evidence.settle([r.request_id for r in records])  # labels that arrived before the count
+            total += len(records)
+            if len(records) < batch:
+                return total
 
     def _count(self, conn: Connection, records: Sequence[DecisionRecord]) -> None:
-        """What the decisions being logged add to the running totals, in their transaction."""
+        """What the decisions being counted add to the running totals, in the transaction that marks them."""
+        if not records:
+            return
         if self.tallies is not None:
             self.tallies.count_in(conn, records)
         if self.evidence is not None:
             self.evidence.count_in(conn, records)
 
     def _insert(self, records: Sequence[DecisionRecord]) -> Sequence[DecisionRecord]:
-        """Insert the records, each counted in the same transaction; returns those logged."""
+        """Insert the records (uncounted where they will be counted); returns those logged."""
+        counted = not self.counts
         rows = [{
             "request_id": r.request_id, "namespace": r.namespace, "model": r.model, "prompt": r.prompt,
             "entry_id": r.entry_id, "candidate_prompt": r.candidate_prompt, "similarity": r.similarity,
             "min_similarity": r.min_similarity, "stages": _stages_json(r.stages), "verdict": r.verdict,
             "vetoed_by": _outcome_column(r), "created_at": r.created_at, "api": r.api, "would_serve": r.would_serve,
-            "kind": r.kind,
+            "kind": r.kind, "counted": counted,
         } for r in records]
         try:
             with self.engine.begin() as conn:
                 conn.execute(insert(decisions), rows)
-                self._count(conn, records)
             return records
         except (OperationalError, InterfaceError) as exc:  # the database, not the rows: nothing to retry
             raise StoreUnavailable(f"cannot log decisions: {exc}") from exc
         except (SQLAlchemyError, ValueError):
             # One bad row (a value the database refuses) must not cost the others, other tenants' included.
-            logged = set(self._record_each(records, rows))
+            logged = set(self._record_each(rows))
             return [r for r in records if r.request_id in logged]
 
-    def _record_each(self, records: Sequence[DecisionRecord], rows: Sequence[Mapping[str, object]]) -> list[object]:
+    def _record_each(self, rows: Sequence[Mapping[str, object]]) -> list[object]:
         logged = []
-        for record, row in zip(records, rows, strict=True):
+        for row in rows:
             try:
                 with self.engine.begin() as conn:
                     conn.execute(insert(decisions), [row])
-                    self._count(conn, [record])
                 logged.append(row["request_id"])
             except (OperationalError, InterfaceError) as exc:
                 raise StoreUnavailable(f"cannot log decisions: {exc}") from exc

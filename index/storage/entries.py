@@ -89,7 +89,10 @@ def make_engine(url: str) -> Engine:
     connect_args = {"connect_timeout": 3} if url.startswith("postgresql") else {}
     # A server connection may have died while pooled: ping it on checkout. A SQLite file has no server, and the
     # ping was a query on every lookup's reads.
-    engine = create_engine(url, pool_pre_ping=not url.startswith("sqlite"), connect_args=connect_args)
+    # psycopg2 sends an executemany UPDATE (the running totals' rows) in pages, not one round trip per row.
+    psycopg2 = url.startswith("postgresql") and make_url(url).get_driver_name() == "psycopg2"
+    options = {"executemany_mode": "values_plus_batch"} if psycopg2 else {}
+    engine = create_engine(url, pool_pre_ping=not url.startswith("sqlite"), connect_args=connect_args, **options)
     if engine.dialect.name == "sqlite":
 
         @event.listens_for(engine, "connect")

@@ -1,7 +1,8 @@
 """The learned thresholds' evidence in the shared store, as running totals per (namespace, kind) and band
-(`index.match.evidence.Totals`), updated where decisions and labels are written: `count_in` in the transaction
-that logs the decisions, `settle` when a label is written (and, for a label that arrived before its decision or
-lost a race, on the next flush or pass). A pass never re-reads the log: `changed` returns the streams published
+(`index.match.evidence.Totals`): `count_in` in the transaction that claims logged decisions and marks them counted
+(`index.storage.decision_log.DecisionLog.count`, the budget's pass), `settle` when a label is written (and, for a
+label that arrived before its decision was counted or lost a race, when that decision is counted or on the next
+pass). A pass never re-reads the log: `changed` returns the streams published
 since a version.
 
 Publication is what makes every replica choose alike: a stream publishes (its mass frozen, the evidence clock
@@ -77,8 +78,8 @@ class EvidenceStore:
             self.count_in(conn, records)
 
     def count_in(self, conn: Connection, records: Sequence[DecisionRecord]) -> None:
-        """The requests among logged decisions (oldest first), in the caller's transaction (the one that logs
-        them): would-serve ones in their kind's band, hits served whatever the threshold (exact hits, plain
+        """The requests among logged decisions (oldest first), in the caller's transaction (the one that marks
+        them counted): would-serve ones in their kind's band, hits served whatever the threshold (exact hits, plain
         rewordings) as the cosine kind's fixed mass. A stream whose requests grew by an eighth since it last
         published publishes again (`Totals.stale`)."""
         observed: dict[Stream, list[float | None]] = {}
@@ -129,13 +130,15 @@ class EvidenceStore:
         ids = sorted({str(r[0]) for r in claimed})
         if not ids:
             return 0, 0
-        found = {str(r.request_id): r for r in conn.execute(
+        logged = {str(r.request_id): r for r in conn.execute(
             select(decisions.c.request_id, decisions.c.namespace, decisions.c.kind, decisions.c.similarity,
-                   decisions.c.would_serve).where(decisions.c.request_id.in_(ids))).all()}
-        # Not logged yet: the flush that logs the decision settles them. One that never came (its flush lost, its
+                   decisions.c.would_serve, decisions.c.counted).where(decisions.c.request_id.in_(ids))).all()}
+        found = {request_id: r for request_id, r in logged.items() if r.counted}
+        # Not counted yet: the pass that counts the decision settles them. One never logged (its flush lost, its
         # decision gone) is given up after ORPHAN_SECONDS, so that it does not hold up the labels behind it.
         cutoff = self.clock() - ORPHAN_SECONDS
-        waiting = {str(r[0]) for r in claimed if str(r[0]) not in found and float(r[1]) >= cutoff}
+        waiting = {str(r[0]) for r in claimed
+                   if str(r[0]) not in found and (str(r[0]) in logged or float(r[1]) >= cutoff)}
         if waiting:
             conn.execute(update(labels).where(labels.c.request_id.in_(sorted(waiting))).values(counted=False))
         where: dict[str, tuple[Stream, float]] = {}
@@ -263,6 +266,10 @@ def reset_evidence(conn: Connection, namespace: str | None, at: float) -> int:
     keys = [(str(r[0]), str(r[1])) for r in conn.execute(
         select(evidence.c.namespace, evidence.c.kind).where(*scope).order_by(evidence.c.namespace, evidence.c.kind)
         .with_for_update()).all()]
+    # Decisions of the namespace not counted yet belong to the evidence emptied here: they are not counted later.
+    conn.execute(update(decisions).where(decisions.c.counted == false(),
+                                         *([] if namespace is None else [decisions.c.namespace == namespace]))
+                 .values(counted=True))
     if not keys:
         return 0
     for table in (evidence_bands, evidence_labels):
@@ -278,7 +285,8 @@ def _lock(conn: Connection, streams: Iterable[Stream]) -> dict[Stream, _Loaded]:
     for start in range(0, len(keys), _CHUNK):
         part = keys[start:start + _CHUNK]
         empty = {**_stream_row(Totals()), "version": 0}
-        conn.execute(insert_ignoring(conn, evidence, [{"namespace": ns, "kind": kind, **empty} for ns, kind in part]))
+        # One statement executed many times (compiled once, cached), never a VALUES list compiled per call.
+        conn.execute(_ignoring(conn, evidence), [{"namespace": ns, "kind": kind, **empty} for ns, kind in part])
         within = tuple_(evidence.c.namespace, evidence.c.kind).in_(part)
         for row in conn.execute(select(evidence).where(within).order_by(evidence.c.namespace, evidence.c.kind)
                                 .with_for_update()).all():
@@ -296,6 +304,12 @@ def insert_ignoring(conn: Connection, table: Any, rows: list[dict[str, object]])
     if conn.dialect.name == "postgresql":
         return postgresql.insert(table).values(rows).on_conflict_do_nothing()
     return sqlite.insert(table).values(rows).on_conflict_do_nothing()
+
+
+def _ignoring(conn: Connection, table: Any) -> Any:
+    """INSERT (executed with many rows) that leaves rows whose key exists alone."""
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    return dialect.insert(table).on_conflict_do_nothing()
 
 
 def _stream_row(totals: Totals) -> dict[str, object]:

@@ -16,6 +16,7 @@ from sqlalchemy import (
     Text,
     false,
     func,
+    true,
 )
 
 metadata = MetaData()
@@ -88,11 +89,15 @@ decisions = Table(
     Column("would_serve", Boolean, nullable=True),
     # The kind of difference the candidate shows (`index.match.outcome.Kind`); NULL on rows logged before kinds: cosine.
     Column("kind", String(20), nullable=True),
+    # Counted into the running totals (the budget's tallies, the evidence: `DecisionLog.count`, in the budget's
+    # pass); a decision is logged uncounted, and the rows logged before migration 0016 count as counted.
+    Column("counted", Boolean, nullable=False, server_default=true()),
     Index("ix_deja_decisions_namespace", "namespace"),
     Index("ix_deja_decisions_evidence", "namespace", "would_serve", "created_at"),
     Index("ix_deja_decisions_created_at", "created_at"),
     Index("ix_deja_decisions_retention", "forgotten_at", "created_at"),
     Index("ix_deja_decisions_entry_id", "entry_id"),
+    Index("ix_deja_decisions_counted", "counted"),
 )
 
 labels = Table(

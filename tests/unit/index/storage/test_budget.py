@@ -18,6 +18,7 @@ from index.storage.entries import EntryStore, make_engine
 def _record(log: DecisionLog, rid: str, namespace: str, verdict: str, api: str = "chat") -> None:
     reason = Reason.HIT if verdict == "hit-semantic" else Reason.BELOW_THRESHOLD
     log.record([DecisionRecord(rid, namespace, "m", "q", 1, "c", 0.9, 0.5, (), verdict, reason, None, 1.0, api)])
+    log.count()
 
 
 def test_tallies_count_served_hits_and_their_audits_by_precedence(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from index.records import Verdict
 from index.storage.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
 from index.storage.entries import EntryStore, make_engine
 from index.storage.evidence import ORPHAN_SECONDS, EvidenceStore, StreamEvidence
-from index.storage.schema import evidence_bands, labels
+from index.storage.schema import decisions, evidence_bands, labels
 from support.caches import sqlite_cache
 
 FLOOR = 0.80
@@ -36,6 +36,12 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
 @pytest.fixture
 def store(engine: Engine) -> EvidenceStore:
     return EvidenceStore(engine, Aging(FLOOR), clock=lambda: 0.0)
+
+
+def _flush(log: DecisionLog, records: list[DecisionRecord]) -> None:
+    """Log decisions, then count them, as the budget's pass does after the tick's flush."""
+    log.record(records)
+    log.count()
 
 
 def _record(request_id: str, similarity: float, verdict: Verdict, at: float, would_serve: bool,
@@ -70,7 +76,7 @@ def test_the_totals_hold_what_collect_makes_of_the_same_history(engine: Engine, 
             similarity = 1.0 if fixed else round(rng.uniform(0.7, 1.0), 3)
             records.append(_record(f"r{batch}-{i}", similarity, Verdict.EXACT_HIT if fixed else Verdict.MISS, at,
                                    not fixed))
-        log.record(records)
+        _flush(log, records)
         for record in records:
             label = None if record.verdict == Verdict.EXACT_HIT.value or rng.random() < 0.6 else rng.random() < 0.8
             if label is not None:
@@ -90,7 +96,7 @@ def test_the_totals_hold_what_collect_makes_of_the_same_history(engine: Engine, 
 
 def test_labels_count_by_precedence_and_exact_hits_count_as_fixed_mass(engine: Engine, store: EvidenceStore) -> None:
     log = DecisionLog(engine, store)
-    log.record([
+    _flush(log, [
         _record("near", 0.85, Verdict.MISS, 1.0, True),
         _record("hit", 0.95, Verdict.SEMANTIC_HIT, 2.0, True),
         _record("rewording", 0.70, Verdict.SEMANTIC_HIT, 3.0, False),
@@ -120,9 +126,51 @@ def test_a_label_written_before_its_decision_is_logged_counts_when_the_decision_
     log = DecisionLog(engine, store)
     log.label(Label("early", LabelSource.SHADOW, False, 1.0))
     assert store.changed(0) == []
-    log.record([_record("early", 0.85, Verdict.MISS, 0.5, True)])
+    _flush(log, [_record("early", 0.85, Verdict.MISS, 0.5, True)])
     [stream] = store.changed(0)
     assert (stream.evidence.labels, sum(b.wrong for b in stream.evidence.bands)) == (1, 1.0)
+
+
+def test_the_flush_logs_uncounted_and_one_count_counts_each_decision_once(engine: Engine, store: EvidenceStore) -> None:
+    """The tick's flush is a bare insert; the pass's count claims, counts and marks; a second log on the same store
+    (another replica) finds nothing left to count, and a label written between the two waits for the count."""
+    log, replica = DecisionLog(engine, store), DecisionLog(engine, store)
+    log.record([_record(f"r{i}", 0.85, Verdict.MISS, float(i), True) for i in range(5)])
+    log.label(Label("r1", LabelSource.SHADOW, False, 10.0))
+    assert store.changed(0) == []
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(decisions).where(decisions.c.counted)).scalar() == 0
+    assert replica.count() == 5
+    assert (log.count(), replica.count()) == (0, 0)
+    [stream] = store.changed(0)
+    assert (stream.evidence.observations, stream.evidence.labels) == (5, 1)
+
+
+class _Failing:
+    """An evidence sink whose count fails (the database refused it midway)."""
+
+    def count_in(self, conn: object, records: object) -> None:
+        raise RuntimeError("count failed")
+
+    def settle(self, request_ids: object = None) -> int:
+        return 0
+
+
+def test_a_count_that_fails_leaves_its_decisions_for_the_next_pass(engine: Engine, store: EvidenceStore) -> None:
+    DecisionLog(engine, store).record([_record(f"r{i}", 0.85, Verdict.MISS, float(i), True) for i in range(3)])
+    with pytest.raises(RuntimeError):
+        DecisionLog(engine, _Failing()).count()
+    assert DecisionLog(engine, store).count() == 3  # nothing lost, nothing counted twice
+    [stream] = store.changed(0)
+    assert stream.evidence.observations == 3
+
+
+def test_a_log_without_totals_logs_its_decisions_counted(engine: Engine) -> None:
+    log = DecisionLog(engine)
+    log.record([_record("r", 0.85, Verdict.MISS, 1.0, True)])
+    assert log.count() == 0
+    with engine.connect() as conn:
+        assert conn.execute(select(decisions.c.counted)).scalar() is True
 
 
 def test_a_label_whose_decision_never_comes_is_given_up_and_holds_up_no_other(engine: Engine) -> None:
@@ -133,7 +181,7 @@ def test_a_label_whose_decision_never_comes_is_given_up_and_holds_up_no_other(en
     now["t"] = ORPHAN_SECONDS + 1.0
     log.label(Label("early", LabelSource.SHADOW, True, now["t"]))  # its decision is only late
     assert store.settle() == 1  # the lost one given up, the late one still waiting
-    log.record([_record("early", 0.85, Verdict.MISS, now["t"], True)])
+    _flush(log, [_record("early", 0.85, Verdict.MISS, now["t"], True)])
     [stream] = store.changed(0)
     assert stream.evidence.labels == 1
     with engine.connect() as conn:
@@ -144,14 +192,14 @@ def test_a_label_whose_decision_never_comes_is_given_up_and_holds_up_no_other(en
 def test_requests_publish_only_once_they_grew_by_an_eighth_a_label_publishes_its_stream_at_once(
         engine: Engine, store: EvidenceStore) -> None:
     log = DecisionLog(engine, store)
-    log.record([_record(f"a{i}", 0.85, Verdict.MISS, 1.0, True) for i in range(80)]
+    _flush(log, [_record(f"a{i}", 0.85, Verdict.MISS, 1.0, True) for i in range(80)]
                + [_record("b", 0.85, Verdict.MISS, 1.0, True, namespace="quiet")])
     first = max(s.version for s in store.changed(0))
-    log.record([_record(f"more{i}", 0.86, Verdict.MISS, 2.0, True) for i in range(9)])
+    _flush(log, [_record(f"more{i}", 0.86, Verdict.MISS, 2.0, True) for i in range(9)])
     assert store.changed(first) == []  # 9 more of 80: counted, not published; every replica still reads the same
     [before] = [s for s in store.changed(0) if s.namespace == "ns"]
     assert before.evidence.observations == 80
-    log.record([_record("tenth", 0.86, Verdict.MISS, 3.0, True)])
+    _flush(log, [_record("tenth", 0.86, Verdict.MISS, 3.0, True)])
     [grown] = store.changed(first)
     assert (grown.namespace, grown.evidence.observations, grown.evidence.labels) == ("ns", 90, 0)
     log.label(Label("more3", LabelSource.SHADOW, True, 4.0))
@@ -162,11 +210,11 @@ def test_requests_publish_only_once_they_grew_by_an_eighth_a_label_publishes_its
 def test_exact_hits_take_no_room_from_the_labelled_evidence(engine: Engine, store: EvidenceStore) -> None:
     """However many exact hits a namespace serves, every label stays counted (no window of rows to fill)."""
     log = DecisionLog(engine, store)
-    log.record([_record(f"near{i}", 0.85, Verdict.MISS, float(i), True) for i in range(10)])
+    _flush(log, [_record(f"near{i}", 0.85, Verdict.MISS, float(i), True) for i in range(10)])
     for i in range(10):
         log.label(Label(f"near{i}", LabelSource.SHADOW, True, 10.0 + i))
-    log.record([_record(f"exact{i}", 1.0, Verdict.EXACT_HIT, 100.0 + i, False) for i in range(25_000)])
-    log.record([_record("last", 0.85, Verdict.MISS, 300.0, True)])
+    _flush(log, [_record(f"exact{i}", 1.0, Verdict.EXACT_HIT, 100.0 + i, False) for i in range(25_000)])
+    _flush(log, [_record("last", 0.85, Verdict.MISS, 300.0, True)])
     log.label(Label("last", LabelSource.SHADOW, True, 301.0))  # publishes again
     [stream] = store.changed(0)
     assert stream.evidence.labels == 11 and stream.evidence.fixed > 4000
@@ -185,10 +233,12 @@ def test_invalidating_a_namespace_resets_its_evidence_for_every_replica(tmp_path
     engine = cache.store.engine
     store = EvidenceStore(engine, Aging(FLOOR))
     log = DecisionLog(engine, store)
-    log.record([_record("a", 0.85, Verdict.MISS, 1.0, True), _record("b", 0.85, Verdict.MISS, 1.0, True, "kept")])
+    _flush(log, [_record("a", 0.85, Verdict.MISS, 1.0, True), _record("b", 0.85, Verdict.MISS, 1.0, True, "kept")])
     log.label(Label("a", LabelSource.SHADOW, False, 2.0))
+    log.record([_record("pending", 0.85, Verdict.MISS, 3.0, True)])  # logged before the invalidation, not counted
     before = max(s.version for s in store.changed(0))
     Forgetting(engine, maintainer, Retention(), lambda: 10.0).invalidate(namespace="ns")
+    assert log.count() == 0  # it belonged to the evidence the invalidation emptied
     [reset] = store.changed(before)  # a newer version: every replica's pass serves the priors again
     assert (reset.namespace, reset.evidence.labels, reset.evidence.observations) == ("ns", 0, 0)
     assert {s.namespace: s.evidence.observations for s in store.changed(0)} == {"ns": 0, "kept": 1}
