@@ -21,6 +21,7 @@ pass's cost; the decisions here are only as many as the totals' state needs. `fl
 and marked in one transaction).
 
     .venv/bin/python -m bench.learner [--namespaces 1,1000,10000] [--labels 100] [--passes 3] [--interval 5]
+                                      [--logged 10000000]
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import insert
+from sqlalchemy import insert, text
 
 from index.match.outcome import Reason
 from index.records import Verdict
@@ -106,6 +107,29 @@ def populate(rt: Runtime, names: list[str], per_namespace: int, labelled: int, r
     rt.evidence.settle()
 
 
+def fill_log(rt: Runtime, names: list[str], count: int) -> None:
+    """`count` old decisions already counted (a long-running deployment's log), spread over the namespaces,
+    written by SQL alone: no pass may read them, and `DecisionLog.count` must find the uncounted ones beside them
+    by its index, not by a scan."""
+    per = max(1, count // len(names))
+    with rt.engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text(
+                "INSERT INTO deja_decisions (request_id, namespace, model, prompt, similarity, min_similarity, stages,"
+                " verdict, created_at, api, would_serve, kind, counted)"
+                " SELECT 'old-' || g, :prefix || lpad(((g % :names))::text, 5, '0'), 'm', 'p', 0.9, 0.92, '[]',"
+                " 'miss', g / 1e6, 'chat', true, 'cosine', true FROM generate_series(1, :count) AS g"),
+                {"prefix": "bench-", "names": len(names), "count": per * len(names)})
+        else:
+            conn.execute(text(
+                "WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < :count)"
+                " INSERT INTO deja_decisions (request_id, namespace, model, prompt, similarity, min_similarity,"
+                " stages, verdict, created_at, api, would_serve, kind, counted)"
+                " SELECT 'old-' || n, :prefix || substr('00000' || (n % :names), -5, 5), 'm', 'p', 0.9, 0.92, '[]',"
+                " 'miss', n / 1e6, 'chat', 1, 'cosine', 1 FROM g"),
+                {"prefix": "bench-", "names": len(names), "count": per * len(names)})
+
+
 def timed_pass(rt: Runtime) -> tuple[float, float, float, int]:
     """One whole budget pass in this thread, as `Upkeep.refresh_budget` runs it: (CPU seconds of this thread, of
     which the learner's, wall seconds, streams chosen)."""
@@ -154,6 +178,8 @@ async def measure(gw: InProcessGateway, figures: Figures, args: argparse.Namespa
     hit_namespace = namespace_of({"authorization": f"Bearer {KEY}"}, rt.credentials, rt.secret)
     assert hit_namespace is not None
     names = [hit_namespace, *(f"bench-{i:05d}" for i in range(figures.namespaces - 1))]
+    if args.logged:
+        await asyncio.to_thread(fill_log, rt, names, args.logged)
     await asyncio.to_thread(populate, rt, names, args.decisions, args.prior_labels, rng)
     figures.first_cpu, _, figures.first_wall, figures.streams = await asyncio.to_thread(timed_pass, rt)
     assert (await gw.chat(STORED, key=KEY)).headers["x-deja-cache"] in ("miss", "hit-semantic")
@@ -227,6 +253,8 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=3, help="measured passes per run")
     parser.add_argument("--interval", type=float, default=5.0, help="seconds between passes (the default cadence)")
     parser.add_argument("--decisions", type=int, default=10, help="decisions per namespace before the first pass")
+    parser.add_argument("--logged", type=int, default=0,
+                        help="old decisions already counted in the log before the run (10000000: a 10M log)")
     parser.add_argument("--prior-labels", type=int, default=2, help="of those, labelled per namespace")
     args = parser.parse_args()
     results = []

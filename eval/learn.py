@@ -11,8 +11,12 @@ differences) decides a trace from a cold cache through the real `Cache`, and the
   model that errs at `labeller_error` (and is configured with that rate);
 - a wrong hit or a right near miss teaches its difference, which the Matcher then reads.
 
-The evidence is what a gateway's decision log holds for the learner (`index.storage.evidence`: the decisions served
-or that would be, with their labels), and the learner chooses from it as a gateway's does. The upstream answers by
+The evidence is kept by the gateway's own code on the replay's SQLite database: each lookup's line logged as the
+gateway's observer logs it (`index.storage.decision_log.record_of`), buffered until the next pass as its tick
+buffers it, labels written through `DecisionLog.label`, and every pass counts the decisions (`DecisionLog.count`:
+the tallies and the running totals of `index.storage.evidence`), settles the labels and chooses each stream
+published since the last pass from its published evidence, as the gateway's budget's pass does: no second copy of
+the evidence, its aging or its publication. The upstream answers by
 intent (`eval.answers`), the same text each call or, with `answer_variation`, the same content with a different
 closing sentence each call. Everything is seeded and the threshold is re-chosen every `update_every` requests in
 the replay's own thread, so one seed gives one result. Rows are the two halves.
@@ -41,7 +45,7 @@ from index.match.answers import AnswerBaselines
 from index.match.audit_sampler import AuditSampler
 from index.match.candidates import CandidateRule
 from index.match.differences import HALF_LIFE_SECONDS, MIN_NET_WRONG
-from index.match.evidence import Observation, by_kind, collect
+from index.match.evidence import Aging
 from index.match.labelling import LabelCase, LabelConfig, LabelRules
 from index.match.outcome import Lookup
 from index.match.policy import DEFAULT_AUDIT_RATE, MatchPolicy
@@ -49,7 +53,10 @@ from index.records import Verdict, answer_text
 from index.request.keys import build_key
 from index.search.hnsw import SemanticIndex
 from index.settings import Settings
+from index.storage.budget import BudgetTallies
+from index.storage.decision_log import DecisionLog, DecisionRecord, Label, LabelSource, record_of
 from index.storage.entries import EntryStore, make_engine
+from index.storage.evidence import EvidenceStore
 from index.storage.exact import LruExactCache
 
 NAMESPACE = "replay"
@@ -175,8 +182,13 @@ class _Deployment:
                                 self.product.book.thin)
         self.cache = Cache(LruExactCache(), store, SemanticIndex(embedder.dim), embedder, CacheConfig(config.policy),
                            matcher=self.product.matcher)
-        # The evidence a gateway's decision log holds (`index.storage.evidence`), oldest first.
-        self.observations: list[Observation] = []
+        # The gateway's own decision log and evidence store (`index.storage.evidence`), on the replay's database:
+        # decisions logged as the gateway's observer logs them, buffered until the next pass as its tick does,
+        # labels written as its labelling writes them, counted and chosen from as its budget's pass does.
+        self.evidence = EvidenceStore(store.engine, Aging(self.product.book.config.floor), self.clock)
+        self.log = DecisionLog(store.engine, self.evidence, BudgetTallies(self.clock))
+        self.pending: list[DecisionRecord] = []
+        self.version = 0
         self.intent_of: dict[int, str] = {}
         self.calls: Counter[str] = Counter()
         self.labels: Counter[str] = Counter()
@@ -198,27 +210,27 @@ class _Deployment:
         key = build_key(NAMESPACE, body, self.cache.config.policy.context_match)
         lookup = self.cache.lookup(key)
         counts.requests += 1
-        decision = lookup.decision
+        request_id = f"replay-{request.seq}"
+        record = record_of(lookup, request_id, NAMESPACE, MODEL, request.prompt, "chat",
+                           self.config.policy.min_similarity, self.now)
+        if record is not None:
+            self.pending.append(record)
         if lookup.response is not None:
             right = self.intent_of.get(lookup.response.entry_id) == request.intent
             counts.served += 1
             counts.correct += right
             counts.wrong += not right
-            if lookup.verdict is Verdict.EXACT_HIT:
-                self.observations.append(Observation(1.0, fixed=True))
-            if lookup.verdict is Verdict.SEMANTIC_HIT and decision is not None:
-                self.observations.append(Observation(decision.similarity, fixed=not decision.would_serve,
-                                                     kind=decision.kind))
-                self._audit(request, lookup, right)
+            if lookup.verdict is Verdict.SEMANTIC_HIT and lookup.decision is not None:
+                self._audit(request, request_id, lookup, right)
             return
         fresh = self.answer(request.intent)
         if self.rules.shadows(lookup):
-            self._shadow(request, lookup, fresh)
+            self._shadow(request, request_id, lookup, fresh)
         entry = self.cache.store_answer(key, _body(request, fresh), lookup.vector)
         if entry is not None:
             self.intent_of[entry] = request.intent
 
-    def _shadow(self, request: StreamRequest, lookup: Lookup, fresh: str) -> None:
+    def _shadow(self, request: StreamRequest, request_id: str, lookup: Lookup, fresh: str) -> None:
         """A miss the rules label: the candidate's answer against the fresh one."""
         decision = lookup.decision
         assert decision is not None
@@ -229,12 +241,11 @@ class _Deployment:
             second = self.answer(request.intent)
         right = lookup.candidate_id is not None and self.intent_of.get(lookup.candidate_id) == request.intent
         label = self._label(LabelCase.of(NAMESPACE, request.prompt, lookup), fresh, cached, second, right)
-        if decision.would_serve:
-            self.observations.append(Observation(decision.similarity, label, kind=decision.kind))
         if label is not None:
             self.labels["shadow"] += 1
+            self.log.label(Label(request_id, LabelSource.SHADOW, label, self.now))
 
-    def _audit(self, request: StreamRequest, lookup: Lookup, right: bool) -> None:
+    def _audit(self, request: StreamRequest, request_id: str, lookup: Lookup, right: bool) -> None:
         decision = lookup.decision
         assert decision is not None and lookup.response is not None
         if self.rules.audit(NAMESPACE, lookup, self.rng.random()) is None:
@@ -247,8 +258,7 @@ class _Deployment:
         if label is None:
             return
         self.labels["audit"] += 1
-        if decision.would_serve:
-            self.observations[-1] = Observation(decision.similarity, label, kind=decision.kind)
+        self.log.label(Label(request_id, LabelSource.AUDIT, label, self.now))
 
     def _label(self, case: LabelCase, fresh: str, cached: str, second: str | None, truth: bool) -> bool | None:
         """The label a gateway would record for a candidate whose answer is `truth`fully right or not, and what it
@@ -268,14 +278,20 @@ class _Deployment:
         return same
 
     def learn(self) -> None:
-        """The learner's pass, as a gateway's (`service.thresholds.ThresholdKeeper`): each kind's threshold chosen
-        from its evidence and the namespace's prior."""
+        """The budget's pass, as a gateway's (`service.upkeep.Upkeep.refresh_budget`, `service.thresholds.
+        ThresholdKeeper`): the decisions buffered since the last pass logged and counted, labels settled, and each
+        stream published since the last pass chosen from its published evidence and the namespace's prior."""
+        self.log.record(self.pending)
+        self.pending = []
         if not self.product.config.learns:
             return
+        self.log.count()
+        self.evidence.settle()
         book = self.product.book
         prior = self.product.matcher.namespaces.prior_for(NAMESPACE)
-        for kind, observations in by_kind(self.observations).items():
-            book.update(NAMESPACE, collect(observations, book.config.floor), prior.prior_for(kind), kind)
+        for stream in self.evidence.changed(self.version):
+            book.update(stream.namespace, stream.evidence, prior.prior_for(stream.kind), stream.kind, stream.version)
+            self.version = max(self.version, stream.version)
 
 
 def _body(request: StreamRequest, text: str) -> dict[str, Any]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from index.match.outcome import Lookup, Reason
+from index.match.outcome import Lookup
 from index.match.steps import Difference
 from index.records import Verdict
-from index.storage.decision_log import DecisionRecord
+from index.storage.decision_log import DecisionRecord, record_of
 from service.exchange import Exchange
 from service.metrics import Metrics
 
@@ -36,29 +36,18 @@ class Observer:
         for backend in lookup.degraded:
             metrics.degraded.labels(backend).inc()
         decision = lookup.decision
-        if lookup.verdict is Verdict.EXACT_HIT:
-            self._exact_hit(exchange)
-        if decision is None or lookup.candidate_prompt is None:
-            return
-        if decision.vetoed_by is not None:
-            metrics.vetoes.labels(decision.vetoed_by).inc()
-        if decision.vetoed_by == Difference.name:
-            metrics.differences.inc()
-        if not decision.hit:
-            metrics.misses.labels(decision.reason.value).inc()
-        self.log_decision(DecisionRecord(
-            exchange.request_id, exchange.key.namespace, exchange.key.model, exchange.key.prompt,
-            lookup.candidate_id, lookup.candidate_prompt, decision.similarity,
-            self.prior if decision.threshold is None else decision.threshold, decision.stages,
-            lookup.verdict.value, decision.reason, decision.vetoed_by, self.clock(), exchange.dialect.name,
-            decision.would_serve, decision.kind.value))
-
-    def _exact_hit(self, exchange: Exchange) -> None:
-        """An exact hit is served whatever the threshold: it counts among what the namespace serves (the learned
-        threshold's evidence, `index.storage.evidence`), without its text (the entry holds it already)."""
-        self.log_decision(DecisionRecord(
-            exchange.request_id, exchange.key.namespace, exchange.key.model, "", None, None, 1.0, self.prior, (),
-            Verdict.EXACT_HIT.value, Reason.HIT, None, self.clock(), exchange.dialect.name))
+        if decision is not None and lookup.candidate_prompt is not None:
+            if decision.vetoed_by is not None:
+                metrics.vetoes.labels(decision.vetoed_by).inc()
+            if decision.vetoed_by == Difference.name:
+                metrics.differences.inc()
+            if not decision.hit:
+                metrics.misses.labels(decision.reason.value).inc()
+        key = exchange.key
+        record = record_of(lookup, exchange.request_id, key.namespace, key.model, key.prompt, exchange.dialect.name,
+                           self.prior, self.clock())
+        if record is not None:
+            self.log_decision(record)
 
     def time(self, exchange: Exchange, verdict: Verdict) -> None:
         self.metrics.request_seconds.labels(exchange.dialect.name, verdict.value).observe(

@@ -93,15 +93,6 @@ def edges(floor: float, ceiling: float = 1.0) -> tuple[float, ...]:
     return tuple(round(floor + i * BAND_WIDTH, 6) for i in range(count))
 
 
-def by_kind(observations: Sequence[Observation]) -> dict[Kind, list[Observation]]:
-    """Each kind's observations (oldest first); what every kind serves whatever its threshold (exact hits, plain
-    rewordings) counts in the cosine kind's mass."""
-    found: dict[Kind, list[Observation]] = {}
-    for observation in observations:
-        found.setdefault(Kind.COSINE if observation.fixed else observation.kind, []).append(observation)
-    return found
-
-
 def collect(observations: Sequence[Observation], floor: float, half_life_requests: float = HALF_LIFE_REQUESTS,
             half_life_labels: float = HALF_LIFE_LABELS) -> Evidence:
     """Bands from `observations` (oldest first, one kind's, each labelled as it arrives): what `Totals` holds after

@@ -19,7 +19,8 @@ from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, SQL
 
 from index.errors import StoreUnavailable, store_errors
 from index.guards.stages import StepResult
-from index.match.outcome import Reason
+from index.match.outcome import Lookup, Reason
+from index.records import Verdict
 from index.storage.schema import decisions, labels, thresholds
 
 log = logging.getLogger("deja.decisions")
@@ -119,6 +120,24 @@ def _row_to_decision(m: object) -> DecisionRecord:
         float(row["similarity"]), float(row["min_similarity"]), stages, row["verdict"], reason, vetoed_by,
         float(row["created_at"]), row["api"], bool(row["would_serve"]), row["kind"] or "cosine",
     )
+
+
+def record_of(lookup: Lookup, request_id: str, namespace: str, model: str, prompt: str, api: str, prior: float,
+              at: float) -> DecisionRecord | None:
+    """The decision log's line for a lookup (None: nothing to log), as the gateway and `eval replay --learn` write
+    it: an exact hit is served whatever the threshold (it counts among what the namespace serves, without its text:
+    the entry holds it already); a decision with a candidate is logged with the threshold it held the candidate to
+    (`Decision.threshold`, `prior` when none did)."""
+    if lookup.verdict is Verdict.EXACT_HIT:
+        return DecisionRecord(request_id, namespace, model, "", None, None, 1.0, prior, (), Verdict.EXACT_HIT.value,
+                              Reason.HIT, None, at, api)
+    decision = lookup.decision
+    if decision is None or lookup.candidate_prompt is None:
+        return None
+    return DecisionRecord(request_id, namespace, model, prompt, lookup.candidate_id, lookup.candidate_prompt,
+                          decision.similarity, prior if decision.threshold is None else decision.threshold,
+                          decision.stages, lookup.verdict.value, decision.reason, decision.vetoed_by, at, api,
+                          decision.would_serve, decision.kind.value)
 
 
 class EvidenceSink(Protocol):
