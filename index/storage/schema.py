@@ -97,7 +97,7 @@ decisions = Table(
     Index("ix_deja_decisions_created_at", "created_at"),
     Index("ix_deja_decisions_retention", "forgotten_at", "created_at"),
     Index("ix_deja_decisions_entry_id", "entry_id"),
-    Index("ix_deja_decisions_counted", "counted"),
+    Index("ix_deja_decisions_counted", "counted", "created_at", "request_id"),
 )
 
 labels = Table(

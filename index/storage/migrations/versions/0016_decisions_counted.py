@@ -18,7 +18,7 @@ depends_on = None
 
 def upgrade() -> None:
     op.add_column("deja_decisions", sa.Column("counted", sa.Boolean, nullable=False, server_default=sa.true()))
-    op.create_index("ix_deja_decisions_counted", "deja_decisions", ["counted"])
+    op.create_index("ix_deja_decisions_counted", "deja_decisions", ["counted", "created_at", "request_id"])
 
 
 def downgrade() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from index.match.evidence import Observation, by_kind, collect
+from index.match.evidence import Observation, collect
 from index.match.live_threshold import LearnerConfig
 from index.match.outcome import Kind
 from index.match.threshold_book import ThresholdBook
@@ -18,13 +18,6 @@ def _slots(n: int, wrong_share: float, seed: int = 0) -> list[Observation]:
     rng = random.Random(seed)
     return [Observation(round(rng.uniform(0.90, 0.99), 3), rng.random() >= wrong_share, kind=Kind.SLOT)
             for _ in range(n)]
-
-
-def test_exact_and_plain_rewording_hits_count_in_the_cosine_kind() -> None:
-    observations = [Observation(1.0, fixed=True, kind=Kind.SLOT), Observation(0.95, True, kind=Kind.SLOT),
-                    Observation(0.93, None, kind=Kind.CONVERSATION)]
-    kinds = by_kind(observations)
-    assert [len(kinds[k]) for k in (Kind.COSINE, Kind.SLOT, Kind.CONVERSATION)] == [1, 1, 1]
 
 
 def test_a_namespace_whose_slot_swaps_are_rewordings_learns_to_serve_them() -> None:
