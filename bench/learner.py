@@ -16,9 +16,9 @@ last pass and the remembered differences and answer variation (`BudgetKeeper.ref
 (`ThresholdKeeper.refresh`); the columns split its CPU. None of them reads the decision log: the tallies and the
 evidence are running totals read by version, so the log's size (10 million decisions, or these few) changes no
 pass's cost; the decisions here are only as many as the totals' state needs. `flush ms` is the tick's flush of
-2,000 exact hits over the namespaces (logged uncounted), `bare ms` the same insert by a log with no totals, and
-`count ms` the pass's count of those 2,000 into the tallies and the evidence (`DecisionLog.count`: claimed, counted
-and marked in one transaction).
+2,000 exact hits over the namespaces (logged uncounted), `bare ms` the same insert by a log with no totals (medians
+of 3, each taken first in turn), and `count ms` the pass's count of 2,000 of them into the tallies and the evidence
+(`DecisionLog.count`: claimed, counted and marked in one transaction).
 
     .venv/bin/python -m bench.learner [--namespaces 1,1000,10000] [--labels 100] [--passes 3] [--interval 5]
                                       [--logged 10000000]
@@ -143,25 +143,34 @@ def timed_pass(rt: Runtime) -> tuple[float, float, float, int]:
     return end - cpu, end - learner, time.perf_counter() - wall, rt.threshold_keeper.chosen
 
 
-def timed_flush(rt: Runtime, names: list[str], rng: random.Random) -> tuple[float, float, float]:
-    """Milliseconds to log 2,000 exact hits over `names` as the tick's flush does (uncounted, for the pass), the
-    same insert by a log without totals (logged counted), and the pass's count of the 2,000 (claimed, counted into
-    the tallies and the evidence, marked, in one transaction)."""
+def timed_flush(rt: Runtime, names: list[str], rng: random.Random, rounds: int = 3) -> tuple[float, float, float]:
+    """Milliseconds (medians of `rounds`, the two taken in turn first) to log 2,000 exact hits over `names` as the
+    tick's flush does (uncounted, for the pass) and the same insert by a log without totals (logged counted), then
+    the pass's count of 2,000 of them (claimed, counted into the tallies and the evidence, marked, in one
+    transaction; the mean over the rounds)."""
     def hits() -> list[DecisionRecord]:
         return [_decision(names[i % len(names)], 4, rng, 2e6) for i in range(2000)]
 
-    logged, bare = hits(), hits()
+    def timed(log: DecisionLog, records: list[DecisionRecord]) -> float:
+        started = time.perf_counter()
+        log.record(records)
+        return (time.perf_counter() - started) * 1000
+
     rt.flush_decisions()
-    rt.decisions.count()  # what the gateway's own requests logged: not part of the 2,000
+    rt.decisions.count()  # what the gateway's own requests logged: not part of the 2,000s
+    flush, bare = [], []
+    for n in range(rounds):
+        logged, plain = hits(), hits()
+        if n % 2:
+            bare.append(timed(DecisionLog(rt.engine), plain))
+            flush.append(timed(rt.decisions, logged))
+        else:
+            flush.append(timed(rt.decisions, logged))
+            bare.append(timed(DecisionLog(rt.engine), plain))
     started = time.perf_counter()
-    rt.decisions.record(logged)
-    flush = time.perf_counter() - started
-    started = time.perf_counter()
-    DecisionLog(rt.engine).record(bare)
-    bare_flush = time.perf_counter() - started
-    started = time.perf_counter()
-    assert rt.decisions.count() == len(logged)
-    return flush * 1000, bare_flush * 1000, (time.perf_counter() - started) * 1000
+    assert rt.decisions.count() == 2000 * rounds
+    count = (time.perf_counter() - started) * 1000 / rounds
+    return statistics.median(flush), statistics.median(bare), count
 
 
 def new_labels(rt: Runtime, names: list[str], count: int, rng: random.Random) -> None:
