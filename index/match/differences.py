@@ -6,11 +6,13 @@ net wrong weight is at least `min_net_wrong`. It never vetoes two prompts of the
 (`index.guards.form.same_content`): a plain rewording stays served.
 
 The labels live in a `DifferenceLog` (SQL on a gateway, `index.storage.differences`, so every replica reads the same
-evidence; in memory in `eval`); `sync` re-reads them. `changed` counts the decisions each difference changed here.
+evidence; in memory in `eval`); `sync` folds in those written since its last (a pass costs what the new labels add, not
+what the horizon holds). `changed` counts the decisions each difference changed here.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import threading
@@ -31,6 +33,8 @@ MIN_NET_WRONG = 3.0
 HALF_LIFE_SECONDS = 7 * 24 * 3600.0
 # Labels older than this many half-lives weigh under 0.1%: `sync` no longer reads them.
 HORIZON_HALF_LIVES = 10
+# How far before the newest label it has read a sync reads again (labels committed late by another replica).
+LOOKBACK_SECONDS = 300.0
 
 Pair = tuple[str, str]
 
@@ -62,21 +66,27 @@ def pairs_from_key(key: str) -> frozenset[Pair]:
 
 @dataclass(frozen=True)
 class DifferenceLabel:
-    """One label of a difference: `same` True for a right near miss, False for a wrong hit; `weight` in [0, 1]."""
+    """One label of a difference: `same` True for a right near miss, False for a wrong hit; `weight` in [0, 1];
+    `id` the log's (0 until the log has taken it)."""
 
     namespace: str
     pairs: frozenset[Pair]
     same: bool
     weight: float
     at: float
+    id: int = 0
 
 
 class DifferenceLog(Protocol):
     """Where difference labels are kept, shared by the replicas."""
 
-    def add(self, label: DifferenceLabel) -> None: ...
+    def add(self, label: DifferenceLabel) -> int:
+        """Keep the label; returns its id."""
+        ...
 
-    def since(self, after: float) -> list[DifferenceLabel]: ...
+    def since(self, after: float) -> list[DifferenceLabel]:
+        """The labels written at or after `after` (by their own clock), with their ids."""
+        ...
 
     def prune(self, before: float) -> None: ...
 
@@ -86,12 +96,15 @@ class MemoryDifferenceLog:
     """A `DifferenceLog` in memory (one process: `eval`, tests)."""
 
     labels: list[DifferenceLabel] = field(default_factory=list)
+    last_id: int = 0
 
-    def add(self, label: DifferenceLabel) -> None:
-        self.labels.append(label)
+    def add(self, label: DifferenceLabel) -> int:
+        self.last_id += 1
+        self.labels.append(dataclasses.replace(label, id=self.last_id))
+        return self.last_id
 
     def since(self, after: float) -> list[DifferenceLabel]:
-        return [label for label in self.labels if label.at > after]
+        return [label for label in self.labels if label.at >= after]
 
     def prune(self, before: float) -> None:
         self.labels = [label for label in self.labels if label.at >= before]
@@ -164,6 +177,9 @@ class Differences:
         self.half_life = half_life
         self.min_net_wrong = min_net_wrong
         self._by_namespace: dict[str, dict[frozenset[Pair], Difference]] = {}
+        # The labels folded in (id -> time) within LOOKBACK_SECONDS of the newest read, and that newest time.
+        self._folded: dict[int, float] = {}
+        self._read_to = -math.inf
         self._lock = threading.Lock()
 
     def remember(self, namespace: str, prompt: str, candidate: str, same: bool,
@@ -174,8 +190,9 @@ class Differences:
         if pairs is None or weight <= 0:
             return None
         label = DifferenceLabel(namespace, pairs, same, min(1.0, weight), self.clock())
-        self.log.add(label)
+        label_id = self.log.add(label)
         with self._lock:
+            self._folded[label_id] = label.at  # a later sync reads it back: folded once
             return self._fold(label)
 
     def _fold(self, label: DifferenceLabel) -> Difference:
@@ -188,19 +205,29 @@ class Differences:
         return item
 
     def sync(self) -> None:
-        """Re-read the evidence from the log (other replicas' labels included); drop labels past the horizon."""
-        horizon = self.clock() - HORIZON_HALF_LIVES * self.half_life
+        """Fold in the labels written since the last sync (other replicas' included): only those, read back
+        `LOOKBACK_SECONDS` before the newest seen (a label another replica committed late, or stamped by a clock a
+        little behind, is still read; each label is folded once, by its id); drop what fell past the horizon. The
+        first sync reads the whole horizon."""
+        now = self.clock()
+        horizon = now - HORIZON_HALF_LIVES * self.half_life
         self.log.prune(horizon)
-        labels = sorted(self.log.since(horizon), key=lambda label: label.at)
+        after = max(horizon, self._read_to - LOOKBACK_SECONDS)
+        labels = sorted(self.log.since(after), key=lambda label: (label.at, label.id))
         with self._lock:
-            changed = {(ns, pairs): item.changed for ns, known in self._by_namespace.items()
-                       for pairs, item in known.items()}
-            self._by_namespace = {}
             for label in labels:
-                self._fold(label)
-            for ns, known in self._by_namespace.items():
-                for pairs, item in known.items():
-                    item.changed = changed.get((ns, pairs), 0)
+                if label.id not in self._folded:
+                    self._folded[label.id] = label.at
+                    self._fold(label)
+            self._read_to = max([self._read_to, *(label.at for label in labels)])
+            keep = self._read_to - LOOKBACK_SECONDS
+            self._folded = {i: at for i, at in self._folded.items() if at >= keep}
+            for namespace in list(self._by_namespace):
+                known = {pairs: item for pairs, item in self._by_namespace[namespace].items() if item.at >= horizon}
+                if known:
+                    self._by_namespace[namespace] = known
+                else:
+                    del self._by_namespace[namespace]
 
     def veto(self, namespace: str, prompt: str, candidate: str) -> Difference | None:
         """The difference these prompts show whose net wrong weight, decayed to now, reaches `min_net_wrong`, if

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from index.match.audit_sampler import AuditReason, AuditSampler, HitFacts
-from index.match.differences import HALF_LIFE_SECONDS, HORIZON_HALF_LIVES, Differences, difference
+from index.match.differences import HALF_LIFE_SECONDS, HORIZON_HALF_LIVES, DifferenceLabel, Differences, difference
 from index.match.outcome import Reason
 from index.storage.budget import BudgetTallies, BudgetTally, tallies_since
 from index.storage.decision_log import DecisionLog, DecisionRecord, Label, LabelSource
@@ -112,6 +112,54 @@ def test_replicas_share_the_evidence_through_sql(tmp_path: Path) -> None:
     now[0] = 10.0 + HORIZON_HALF_LIVES * HALF_LIFE_SECONDS + 1
     two.sync()  # past the horizon: forgotten, in SQL too
     assert two.remembered() == [] and SqlDifferenceLog(engine).since(0.0) == []
+    engine.dispose()
+
+
+class _Reads:
+    """A difference log that remembers how many labels each `since` returned."""
+
+    def __init__(self, inner: SqlDifferenceLog) -> None:
+        self.inner = inner
+        self.returned: list[int] = []
+
+    def add(self, label: DifferenceLabel) -> int:
+        return self.inner.add(label)
+
+    def since(self, after: float) -> list[DifferenceLabel]:
+        found = self.inner.since(after)
+        self.returned.append(len(found))
+        return found
+
+    def prune(self, before: float) -> None:
+        self.inner.prune(before)
+
+
+def test_a_sync_reads_what_is_new_and_folds_each_label_once(tmp_path: Path) -> None:
+    """A pass costs what the new labels add: a sync reads the labels written since its last (and those of the
+    last `LOOKBACK_SECONDS`, for one another replica committed late), each folded once, its own included."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'diff.db'}")
+    EntryStore(engine).create_schema()
+    now = [0.0]
+    reads = _Reads(SqlDifferenceLog(engine))
+    one, other = Differences(reads, clock=lambda: now[0]), Differences(SqlDifferenceLog(engine), clock=lambda: now[0])
+    for i in range(10):
+        now[0] = i * 1000.0
+        one.remember("ns", "how do i pin a message", "how do i unpin a message", same=False)
+    one.sync()
+    assert reads.returned[-1] == 10
+    [seen] = one.remembered()
+    assert seen.labels == 10  # its own ten, read back, not counted twice
+    now[0] = 20_000.0
+    other.remember("ns", "how do i pin a message", "how do i unpin a message", same=False)
+    one.sync()
+    assert reads.returned[-1] == 2  # the new one, and the last one within the look-back
+    now[0] = 20_100.0
+    late = DifferenceLabel("ns", frozenset({("pin", "unpin")}), False, 1.0, 19_900.0)  # stamped behind, late
+    SqlDifferenceLog(engine).add(late)
+    one.sync()
+    one.sync()
+    [seen] = one.remembered()
+    assert seen.labels == 12
     engine.dispose()
 
 
