@@ -105,6 +105,10 @@ _ANSWERS = frozenset({"yes", "no", "yeah", "yep", "nope", "ok", "okay", "sure", 
 _CONTINUES_TURN = re.compile(r"^\W*(?:and|or|but|so|also|plus|then|what about|how about|same|only|just)\b",
                              re.IGNORECASE)
 _SUBJECTS = _DETERMINERS | {"i", "you", "we", "they", "he", "she", "it", "there"}
+_INDEFINITES = frozenset({"a", "an", "any", "some", "each", "every"})
+# A quoted text or a code span names what it quotes: a question that quotes its subject says which one it means
+# ('what does the term "embedding" mean?', 'the `OK` exception'); it is read as a name.
+_QUOTED = re.compile(r"\"[^\"\n]{1,200}\"|“[^”\n]{1,200}”|`[^`\n]{1,200}`")
 _CLAUSE_BOUNDS = frozenset({",", ";", ".", "and", "but", "if", "because", "when", "so", "since", "after", "before"})
 # Words after "the" read for what says which one it is.
 _WHICH_WINDOW = 4
@@ -136,6 +140,20 @@ def _names_its_own(tokens: Sequence[str], upto: int) -> bool:
         any(c.isdigit() for c in w) or (i > 0 and w[:1].isupper() and w != "I") for i, w in enumerate(before))
 
 
+def _after_indefinite(tokens: Sequence[str], i: int) -> bool:
+    """The word at `i` follows an indefinite noun phrase of the question's own, nothing but its words between
+    ("an off-chain database that ..."), so "that" opens a relative clause on it rather than pointing back ("a way to
+    change that address" has more than a noun phrase between)."""
+    for k in (2, 3):
+        if i - k < 0:
+            return False
+        between = tokens[i - k + 1:i]
+        if tokens[i - k].lower() in _INDEFINITES and all(
+                w.replace("-", "").isalpha() and w.lower() not in STOPWORDS for w in between):
+            return True
+    return False
+
+
 def _points_back_at(tokens: Sequence[str], i: int) -> bool:
     """The word at `i` stands for, or relates to, something the question does not name itself."""
     word, after = tokens[i].lower(), [t.lower() for t in tokens[i + 1:]]
@@ -145,6 +163,8 @@ def _points_back_at(tokens: Sequence[str], i: int) -> bool:
     if word in _DEICTIC:
         return True
     if word == "that":
+        if after and after[0] not in _SUBJECTS and _after_indefinite(tokens, i):
+            return False  # "a database that supports ...": a relative clause on the question's own noun
         return not (after and after[0] in _SUBJECTS)  # "... that the plan ...": a clause, not a referent
     if word == "it" and near & _BE and _CLAUSE_AFTER & set(after):
         return False  # "is it safe to ...": no referent
@@ -237,8 +257,9 @@ def stands_alone(question: str) -> bool:
     """The message asks something whole on its own: nothing in it points back (a pronoun or "one" without a noun
     of its own before it, a demonstrative, "another", a comparative, a bare definite "the price?", an opening that
     continues or answers the previous turn) and it names at least two content words, or one with a subject of its
-    own (`_own_subject`: "what is Zilliz?"). When in doubt, it does not."""
-    tokens = _tokens(question)
+    own (`_own_subject`: "what is Zilliz?"). A quoted text or code span is read as a name. When in doubt, it does
+    not."""
+    tokens = _tokens(_QUOTED.sub(" Quoted ", question))
     if not tokens or _CONTINUES_TURN.match(question) or tokens[0].lower() in _ANSWERS:
         return False
     if any(_points_back_at(tokens, i) for i in range(len(tokens))) or _definite_without_which(tokens):

@@ -68,10 +68,13 @@ def test_a_follow_up_that_points_back_keeps_even_an_unrelated_last_exchange() ->
                                      "When does the museum open?", "How long will that take?",
                                      "Can you explain that error?", "Is it open on Sundays?",
                                      "Which one is the cheapest?",
-                                     "Is there another way?", "Is there a fee?"],
+                                     "Is there another way?", "Is there a fee?",
+                                     "Is there a way to change that address?", "Is there a way to undo that?",
+                                     "What does the error mean?"],
                          ids=["comparative", "ellipsis", "bare-yes", "what-about", "pronoun", "possessive",
                               "bare-definite", "definite-subject", "demonstrative-subject", "demonstrative-noun",
-                              "pronoun-with-be", "one-superlative", "another", "one-noun-no-name"])
+                              "pronoun-with-be", "one-superlative", "another", "one-noun-no-name",
+                              "demonstrative-after-a-verb", "demonstrative-at-the-end", "definite-unquoted"])
 def test_a_message_that_points_back_does_not_stand_alone(message: str) -> None:
     assert not stands_alone(message)
 
@@ -79,9 +82,14 @@ def test_a_message_that_points_back_does_not_stand_alone(message: str) -> None:
 @pytest.mark.parametrize("message", ["How do I reset my router password?", "Is it safe to eat raw eggs?",
                                      "Is there a way to export my notes as PDF?", "What is the capital of France?",
                                      "My laptop is slow, how do I fix it?", "Who was the first president of France?",
-                                     "What is the best way to learn Python?", "What is Zilliz?"],
+                                     "What is the best way to learn Python?", "What is Zilliz?",
+                                     'What does the term "embedding" mean?',
+                                     "Why would the `StatusRuntimeException: OK` exception be thrown?",
+                                     'What is "redislock" and does it provide a lock in Go?',
+                                     "Is there an off-chain database that supports update operations?"],
                          ids=["whole", "expletive-it", "existential-there", "definite-with-which",
-                              "own-antecedent", "ordinal-with-its-set", "superlative-with-its-set", "a-name"])
+                              "own-antecedent", "ordinal-with-its-set", "superlative-with-its-set", "a-name",
+                              "definite-quoted", "definite-code-span", "quoted-antecedent", "relative-that"])
 def test_a_whole_question_stands_alone(message: str) -> None:
     assert stands_alone(message)
 
