@@ -82,9 +82,9 @@ class LabeledDecision:
 # Miss reasons logged by decisions since retired, read back as a miss below the threshold: the judge mode's (its
 # P below its bar) and the learned veto's exploration (a would-be hit sent upstream, its `would_serve` kept).
 RETIRED_MISSES = frozenset({"judge_below_bar", "explored"})
-# Label sources by precedence (a decision with several labels takes the first): human > feedback > audit > ...
 # Decisions counted per transaction at most (`DecisionLog.count`).
 COUNT_BATCH = 2_000
+# Label sources by precedence (a decision with several labels takes the first): human > feedback > audit > ...
 PRECEDENCE = [LabelSource.HUMAN, LabelSource.FEEDBACK, LabelSource.AUDIT, LabelSource.EXPLORE,
                LabelSource.SHADOW]
 

@@ -72,11 +72,6 @@ class EvidenceStore:
         self.aging = aging
         self.clock = clock
 
-    def count(self, records: Sequence[DecisionRecord]) -> None:
-        """`count_in` in a transaction of its own."""
-        with store_errors("count evidence"), self.engine.begin() as conn:
-            self.count_in(conn, records)
-
     def count_in(self, conn: Connection, records: Sequence[DecisionRecord]) -> None:
         """The requests among logged decisions (oldest first), in the caller's transaction (the one that marks
         them counted): would-serve ones in their kind's band, hits served whatever the threshold (exact hits, plain
